@@ -1,0 +1,52 @@
+"""One root exception and a few children; each maps to a distinct exit status.
+
+A user's mistake (bad inventory, bad profile, a file that is not a tool's output)
+is a ``ProvisionError`` and is printed as one line by the CLI, never as a traceback.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class ExitStatus(enum.IntEnum):
+    """Exit statuses of ``provision``.
+
+    OK: every node passed. NODE_FAILED: some node failed or errored.
+    BAD_INPUT: bad usage or bad input (inventory, profile, tool output).
+    RUNNER: the orchestration itself broke (ansible-runner, simulated rack).
+    """
+
+    OK = 0
+    NODE_FAILED = 1
+    BAD_INPUT = 2
+    RUNNER = 3
+
+
+class ProvisionError(Exception):
+    """Root of every error the CLI reports as one line."""
+
+    exit_status = ExitStatus.BAD_INPUT
+
+
+class InventoryError(ProvisionError):
+    """An inventory is missing, malformed, or a host lacks a required field."""
+
+
+class ProfileError(ProvisionError):
+    """A hardware profile is missing or malformed."""
+
+
+class ParseError(ProvisionError):
+    """A tool's output is not that tool's output, or lacks a required field."""
+
+
+class CommandError(ProvisionError):
+    """A command on a node could not be run (connection refused, timeout)."""
+
+    exit_status = ExitStatus.RUNNER
+
+
+class RunnerError(ProvisionError):
+    """ansible-runner or the simulated rack could not do its job."""
+
+    exit_status = ExitStatus.RUNNER

@@ -1,0 +1,87 @@
+"""The simulated nodes' shared, read-only base root, made once with debootstrap.
+
+Built per ``../shared/notes/simulated-rack.md``: ``debootstrap --variant=minbase bookworm``
+from the mirror apt is configured with, plus sshd, Python and the tools roles need.
+The base is cached outside the checkout (``PROVISION_SIM_CACHE``, default
+``/var/cache/provision-sim``) so fresh clones share it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from provision.errors import RunnerError
+
+BASE_VERSION = "bookworm-v3"
+INCLUDE = [
+    "openssh-server", "python3", "python3-apt", "python3-venv", "python3-pip", "python3-yaml",
+    "tini", "iproute2", "procps", "ca-certificates", "sudo", "kmod", "pciutils", "util-linux",
+    "init-system-helpers", "sysvinit-utils", "gpgv", "lsb-release",
+]
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+def cache_dir() -> Path:
+    """Folder holding cached bases (env ``PROVISION_SIM_CACHE``)."""
+    return Path(os.environ.get("PROVISION_SIM_CACHE", "/var/cache/provision-sim"))
+
+
+def base_path() -> Path:
+    """Path of the current base root."""
+    return cache_dir() / f"base-{BASE_VERSION}"
+
+
+def apt_mirror() -> str:
+    """The Debian mirror this machine's apt uses (first ``URIs:``/``deb`` line), else deb.debian.org."""
+    for src in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")) + [Path("/etc/apt/sources.list")]:
+        if not src.is_file():
+            continue
+        for line in src.read_text().splitlines():
+            m = re.match(r"\s*(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s*)?)(\S+/debian)/?\s*", line)
+            if m:
+                return m.group(1)
+    return DEFAULT_MIRROR
+
+
+def ensure_base(log=print) -> Path:
+    """Build the base root if it is missing; return its path. Raises RunnerError on failure."""
+    base = base_path()
+    if (base / ".provision-base-ok").exists():
+        return base
+    if shutil.which("debootstrap") is None:
+        raise RunnerError("debootstrap is not installed: run `make setup` first")
+    tmp = base.with_name(base.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    log(f"sim: building base root {base} with debootstrap (about a minute, once)")
+    argv = ["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", "bookworm", str(tmp), apt_mirror()]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        raise RunnerError(f"debootstrap failed (exit {proc.returncode}): {' | '.join(tail)}")
+    _finish(tmp)
+    tmp.rename(base)
+    return base
+
+
+def _finish(root: Path) -> None:
+    """Drop the base's own host keys, trust this machine's extra CAs, configure sshd for the rack."""
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    extra = Path("/usr/local/share/ca-certificates")
+    if extra.is_dir():
+        shutil.copytree(extra, root / "usr/local/share/ca-certificates", dirs_exist_ok=True)
+        subprocess.run(["chroot", str(root), "update-ca-certificates"], capture_output=True, check=True)
+    conf = root / "etc/ssh/sshd_config.d/provision-sim.conf"
+    conf.write_text(
+        "# simulated rack: key-only root login, no PAM, many parallel connections\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
+        "MaxStartups 200:30:400\nHostKey /etc/ssh/ssh_host_ed25519_key\n"
+    )
+    pipconf = root / "etc/pip.conf"
+    pipconf.write_text("[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n")
+    (root / "run/sshd").mkdir(parents=True, exist_ok=True)
+    (root / ".provision-base-ok").write_text(BASE_VERSION + "\n")

@@ -1,0 +1,233 @@
+"""Start, stop and describe the simulated rack.
+
+Each node is a namespace set (mount, UTS, IPC, PID) over an overlay of the shared base
+root, running its own sshd on its own loopback address (``../shared/notes/simulated-rack.md``).
+The rack's state lives in ``<inventory>/.sim/``; ``sim up`` also writes ``<inventory>/hosts.yml``
+so that the rack is an ordinary Ansible inventory with host key checking on.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from provision import profiles
+from provision.errors import RunnerError
+from provision.sim import base as sim_base
+from provision.sim import hwmodel, keys, repo
+
+INIT_SCRIPT = Path(__file__).with_name("node-init.sh")
+TOOLS_DIR = Path(__file__).with_name("tools")
+DEFAULT_ADDRESS_BASE = "127.0.1.10"
+SSH_READY_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class SimNode:
+    """One running simulated node: ``pid`` is its PID 1 as seen from this machine."""
+
+    name: str
+    address: str
+    pid: int
+
+    def alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except OSError:
+            return False
+        return True
+
+    def root(self) -> Path:
+        """The node's root filesystem, reached through its PID 1."""
+        return Path(f"/proc/{self.pid}/root")
+
+
+def state_dir(inventory_dir: Path) -> Path:
+    return inventory_dir / ".sim"
+
+
+def load_nodes(inventory_dir: Path) -> list[SimNode]:
+    """The rack's nodes from its state file; [] when no rack was started there."""
+    state = state_dir(inventory_dir) / "rack.json"
+    if not state.is_file():
+        return []
+    data = json.loads(state.read_text())
+    return [SimNode(n["name"], n["address"], n["pid"]) for n in data["nodes"]]
+
+
+def is_up(inventory_dir: Path) -> bool:
+    nodes = load_nodes(inventory_dir)
+    return bool(nodes) and all(n.alive() for n in nodes) and (inventory_dir / "hosts.yml").is_file()
+
+
+def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = DEFAULT_ADDRESS_BASE,
+       log=print) -> list[SimNode]:
+    """Start ``nodes`` simulated nodes of ``profile_name``; write hosts.yml. Raises RunnerError."""
+    if os.geteuid() != 0:
+        raise RunnerError("the simulated rack needs root (namespaces, overlay mounts)")
+    if is_up(inventory_dir):
+        log(f"sim: rack already running in {inventory_dir}")
+        return load_nodes(inventory_dir)
+    down(inventory_dir, log=lambda *_: None)
+    profile = profiles.load(profile_name)
+    lower = sim_base.ensure_base(log)
+    sdir = state_dir(inventory_dir)
+    sdir.mkdir(parents=True, exist_ok=True)
+    client_pub = keys.write_ed25519(sdir / "id_ed25519", "provision-controller")
+    names = [f"node{i + 1:02d}" for i in range(nodes)]
+    first = ipaddress.IPv4Address(address_base)
+    addresses = [str(first + i) for i in range(nodes)]
+    repo_url = repo.serve(sdir / "repo", log)
+    known, started = [], []
+    for index, (name, address) in enumerate(zip(names, addresses)):
+        node_dir = sdir / "nodes" / name
+        host_pub = _prepare_upper(node_dir / "upper", name, address, index, profile, client_pub, names, addresses)
+        known.append(f"{name},{address} {host_pub.rsplit(' ', 1)[0]}")
+        started.append(_start(node_dir, lower, name, address, sdir / "logs" / f"{name}.log"))
+    (sdir / "known_hosts").write_text("\n".join(known) + "\n")
+    (sdir / "rack.json").write_text(json.dumps(
+        {"profile": profile.name, "repo_url": repo_url,
+         "nodes": [{"name": n.name, "address": n.address, "pid": n.pid} for n in started]}, indent=1))
+    for node in started:
+        _wait_ssh(node)
+    _write_inventory(inventory_dir, started, profile.name, repo_url)
+    log(f"sim: {len(started)} nodes of {profile.name} up ({addresses[0]}..{addresses[-1]}), "
+        f"package repository at {repo_url}")
+    return started
+
+
+def down(inventory_dir: Path, log=print) -> int:
+    """Stop every node and the package repository, then delete the rack's state. Returns nodes stopped."""
+    nodes = load_nodes(inventory_dir)
+    for node in nodes:
+        if node.alive():
+            os.kill(node.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while any(n.alive() for n in nodes) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for node in nodes:
+        if node.alive():
+            os.kill(node.pid, signal.SIGKILL)
+    repo.stop(state_dir(inventory_dir) / "repo")
+    shutil.rmtree(state_dir(inventory_dir), ignore_errors=True)
+    (inventory_dir / "hosts.yml").unlink(missing_ok=True)
+    if nodes:
+        log(f"sim: stopped {len(nodes)} nodes")
+    return len(nodes)
+
+
+def status(inventory_dir: Path) -> list[dict]:
+    """One row per node: name, address, pid, running, ssh port open."""
+    rows = []
+    for node in load_nodes(inventory_dir):
+        rows.append({"name": node.name, "address": node.address, "pid": node.pid,
+                     "running": node.alive(), "ssh": _port_open(node.address)})
+    return rows
+
+
+def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, client_pub: str,
+                   names: list[str], addresses: list[str]) -> str:
+    """Write the node's own files into its overlay upper dir; return its host public key line."""
+    (upper / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
+    host_pub = keys.write_ed25519(upper / "etc/ssh/ssh_host_ed25519_key", f"root@{name}")
+    (upper / "etc/ssh/sshd_config.d/listen.conf").write_text(f"ListenAddress {address}\n")
+    (upper / "etc/hostname").write_text(name + "\n")
+    hosts = ["127.0.0.1 localhost"] + [f"{a} {n}" for n, a in zip(names, addresses)]
+    (upper / "etc/hosts").write_text("\n".join(hosts) + "\n")
+    ssh_dir = upper / "root/.ssh"
+    ssh_dir.mkdir(parents=True, exist_ok=True)
+    ssh_dir.chmod(0o700)
+    (ssh_dir / "authorized_keys").write_text(client_pub + "\n")
+    (ssh_dir / "authorized_keys").chmod(0o600)
+    model = hwmodel.build(profile.data, name, index)
+    (upper / "etc/provision-sim").mkdir(parents=True, exist_ok=True)
+    (upper / "etc/provision-sim/hardware.yaml").write_text(hwmodel.dump(model))
+    _install_hardware_tools(upper)
+    return host_pub
+
+
+def _install_hardware_tools(upper: Path) -> None:
+    """The parts of the simulation that stand for hardware and kernel, not for packages."""
+    lib = upper / "usr/lib/provision-sim"
+    lib.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TOOLS_DIR / "simhw.py", lib / "simhw.py")
+    bindir = upper / "usr/local/bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    for tool, command in repo.HARDWARE_TOOLS.items():
+        src = TOOLS_DIR / f"{tool}.py"
+        if src.is_file():
+            shutil.copy(src, bindir / command)
+            (bindir / command).chmod(0o755)
+
+
+def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path) -> SimNode:
+    for sub in ("upper", "work", "merged"):
+        (node_dir / sub).mkdir(parents=True, exist_ok=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--propagation", "private",
+            "/bin/sh", str(INIT_SCRIPT), str(lower), str(node_dir / "upper"), str(node_dir / "work"),
+            str(node_dir / "merged"), name]
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+    pid1 = _child_pid(proc.pid)
+    return SimNode(name, address, pid1)
+
+
+def _child_pid(parent: int, timeout_s: float = 5.0) -> int:
+    """The node's PID 1: the child ``unshare --fork`` made."""
+    deadline = time.monotonic() + timeout_s
+    children = Path(f"/proc/{parent}/task/{parent}/children")
+    while time.monotonic() < deadline:
+        try:
+            pids = children.read_text().split()
+        except OSError:
+            raise RunnerError(f"simulated node process {parent} exited at start") from None
+        if pids:
+            return int(pids[0])
+        time.sleep(0.02)
+    raise RunnerError(f"simulated node process {parent} made no child in {timeout_s} s")
+
+
+def _port_open(address: str, port: int = 22) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _wait_ssh(node: SimNode) -> None:
+    deadline = time.monotonic() + SSH_READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if _port_open(node.address):
+            return
+        if not node.alive():
+            break
+        time.sleep(0.05)
+    raise RunnerError(f"simulated node {node.name}: sshd did not answer on {node.address}:22 "
+                      f"(log: {node.name}.log in the rack's .sim/logs)")
+
+
+def _write_inventory(inventory_dir: Path, nodes: list[SimNode], profile: str, repo_url: str) -> None:
+    sdir = state_dir(inventory_dir).resolve()
+    data = {"all": {
+        "vars": {
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": str(sdir / "id_ed25519"),
+            "provision_known_hosts_file": str(sdir / "known_hosts"),
+            "provision_profile": profile,
+            "provision_sim_repo_url": repo_url,
+        },
+        "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address} for n in nodes}}},
+    }}
+    header = "# Written by `provision sim up`: the simulated rack now running. Do not edit.\n"
+    (inventory_dir / "hosts.yml").write_text(header + yaml.safe_dump(data, sort_keys=False))

@@ -1,0 +1,18 @@
+#!/usr/bin/python3
+"""Simulated ``nvcc --version``: the CUDA toolkit version from the package's version.json."""
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    info = json.loads((Path(__file__).resolve().parent.parent / "version.json").read_text())
+    version = info["cuda"]["version"]
+    major_minor = ".".join(version.split(".")[:2])
+    print("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2024 NVIDIA Corporation")
+    print(f"Cuda compilation tools, release {major_minor}, V{version}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
