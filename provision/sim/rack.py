@@ -159,7 +159,9 @@ def _install_hardware_tools(upper: Path) -> None:
     """The parts of the simulation that stand for hardware and kernel, not for packages."""
     lib = upper / "usr/lib/provision-sim"
     lib.mkdir(parents=True, exist_ok=True)
-    shutil.copy(TOOLS_DIR / "simhw.py", lib / "simhw.py")
+    for module in TOOLS_DIR.glob("*.py"):  # simhw and the tools' shared formatters
+        if module.name != "__init__.py":
+            shutil.copy(module, lib / module.name)
     bindir = upper / "usr/local/bin"
     bindir.mkdir(parents=True, exist_ok=True)
     for tool, command in repo.HARDWARE_TOOLS.items():

@@ -1,0 +1,65 @@
+"""gpu_health: every GPU present, the right model and driver, no uncorrectable memory errors.
+
+Tool: ``nvidia-smi -q -x`` (XML, DTD v11-v13; parser ``provision.parsers.smi_xml``).
+Judges: GPU count and model against the profile; driver version against the pin; volatile
+uncorrectable ECC (DRAM and SRAM) = 0; no pending or failed row remap; no pending page
+retirement; PCIe max generation and current width at the profile's value (the current
+generation drops at idle by design, so it is judged under load by pcie_link); temperature
+against the profile's reference (degrees C). Row-remap rule from aznhc's ECC check
+(notes/thresholds.md).
+"""
+from __future__ import annotations
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import expect, measured
+from provision.parsers import parse_tool
+
+RESET = "drain the node, reset the GPU (nvidia-smi -r) or reboot to apply the remap; RMA if it recurs"
+
+
+def steps(profile, host) -> list[Step]:
+    return [Step("", ["nvidia-smi", "-q", "-x"])]
+
+
+def parse(text: str) -> dict:
+    return parse_tool("nvidia-smi-qx", text)
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    smi = parsed[""]
+    gpu = profile["gpu"]
+    findings = [
+        expect("node", "gpu_count", len(smi["gpus"]), gpu["count"], "GPU_MISSING",
+               "a GPU is not visible: check the kernel log for Xid 79, reseat or RMA"),
+        expect("node", "driver_version", smi["driver_version"], profile["driver"]["version"], "DRIVER_PIN",
+               "re-run `provision install` on this node to install the pinned driver"),
+    ]
+    for index, g in enumerate(smi["gpus"]):
+        findings += _gpu(f"GPU{index} {g['bus_id']}", g, profile)
+    return findings
+
+
+def _gpu(device: str, g: dict, profile) -> list[Finding]:
+    gpu = profile["gpu"]
+    rows = g.get("remapped_rows") or {}
+    out = [
+        expect(device, "model", g["name"], gpu["model"], "GPU_MODEL", "wrong SKU in this node or wrong profile"),
+        expect(device, "ecc_uncorrected_volatile", g.get("ecc_uncorrected_volatile") or 0, 0, "ECC_DBE", RESET),
+        expect(device, "sram_uncorrected_volatile", g.get("sram_uncorrected_volatile") or 0, 0, "ECC_SRAM", RESET),
+        expect(device, "remapped_rows_pending", bool(rows.get("pending")), False, "ROW_REMAP_PENDING", RESET),
+        expect(device, "remapped_rows_failure", bool(rows.get("failure")), False, "ROW_REMAP_FAILURE",
+               "row remapping failed: drain and RMA the GPU"),
+        expect(device, "retired_pages_pending", bool(g.get("retired_pages_pending")), False, "PAGE_RETIRE_PENDING", RESET),
+        expect(device, "pcie_gen_max", g.get("pcie_gen_max"), gpu["pcie"]["gen"], "PCIE_GEN",
+               "link trained below the slot's generation: reseat the GPU/riser, check BIOS PCIe settings"),
+        expect(device, "pcie_width_current", g.get("width_current"), gpu["pcie"]["width"], "PCIE_WIDTH",
+               "link trained narrower than x16: reseat the GPU/riser or replace the cable", unit="lanes"),
+    ]
+    ref = profile.reference("gpu_health", "temp_C")
+    if ref is not None and g.get("temp_C") is not None:
+        out.append(measured(device, "temp_C", g["temp_C"], ref, "GPU_HOT", "check fans, airflow and inlet temperature"))
+    return out
+
+
+CHECK = Check(id="gpu_health", tool="nvidia-smi -q -x", steps=steps, parse=parse, judge=judge,
+              needs=("gpu",), timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"})

@@ -1,0 +1,51 @@
+"""ib_write_bw: RDMA write bandwidth of every HCA, in loopback through the node's address.
+
+Tool: perftest ``ib_write_bw`` (server then client; parser ``provision.parsers.perftest``:
+MB/sec, MiB/sec and Gb/sec reports). One step per HCA on its own TCP port. Bandwidth in
+Gb/s (``bw_avg_Gbps``) against the profile's ``ib_write_bw.bw_avg_Gbps`` reference, whose
+params give the message size, duration and direction.
+"""
+from __future__ import annotations
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import measured
+from provision.errors import ParseError
+from provision.parsers import parse_tool
+
+BASE_PORT = 18515  # perftest's default TCP port for the connection exchange
+SLOW = "HCA below its reference: check its PCIe link (lspci LnkSta), port rate, cable and firmware"
+
+
+def hca_names(profile) -> list[str]:
+    """The profile's InfiniBand HCA device names (``hca.devices``, else mlx5_0..mlx5_N-1)."""
+    hca = profile["hca"]
+    return list(hca.get("devices") or [f"mlx5_{i}" for i in range(hca["count"])])
+
+
+def steps(profile, host) -> list[Step]:
+    ref = profile.reference("ib_write_bw", "bw_avg_Gbps")
+    params = ref.params if ref else {}
+    out = []
+    for i, dev in enumerate(hca_names(profile)):
+        common = ["ib_write_bw", "-d", dev, "-s", str(params.get("msg_size_bytes", 65536)),
+                  "-D", str(params.get("duration_s", 5)), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
+        out.append(Step(dev, common + [host.address], server=common))
+    return out
+
+
+def parse(text: str) -> dict:
+    return parse_tool("perftest", text)
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    ref = profile.reference("ib_write_bw", "bw_avg_Gbps")
+    findings = []
+    for dev, result in parsed.items():
+        if result.get("bw_avg_Gbps") is None:
+            raise ParseError(f"{dev}: perftest printed no average bandwidth")
+        findings.append(measured(f"{dev}", "bw_avg_Gbps", result["bw_avg_Gbps"], ref, "HCA_SLOW", SLOW))
+    return findings
+
+
+CHECK = Check(id="ib_write_bw", tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
+              timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"})

@@ -1,0 +1,114 @@
+"""Argument parsing only: each command calls one core function.
+
+Exit statuses (``provision.errors.ExitStatus``): 0 every node passed, 1 some node failed or
+errored, 2 bad usage or bad input (one line naming file, host and field), 3 the
+orchestration itself broke. ``--traceback`` re-raises for debugging.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from provision import core
+from provision.errors import ExitStatus, ProvisionError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="provision", description="Provision GPU nodes and burn them in.")
+    p.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, text in (("run", "install the stack, then burn in (the main job)"),
+                       ("install", "run the install roles only"), ("burnin", "run the burn-in checks only")):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("-i", "--inventory", required=True, help="inventory folder or file, or a name under inventory/")
+        c.add_argument("--limit", help="comma-separated host names")
+        c.add_argument("--run-id", help="name of the run folder under runs/")
+        if name != "burnin":
+            c.add_argument("--tags", help="Ansible tags to run")
+        if name != "install":
+            c.add_argument("--checks", help="comma-separated check ids (default: all)")
+    sim = sub.add_parser("sim", help="the simulated rack").add_subparsers(dest="sim_command", required=True)
+    up = sim.add_parser("up", help="start a simulated rack")
+    up.add_argument("--nodes", type=int, default=core.DEFAULT_SIM_NODES)
+    up.add_argument("--profile", default=core.DEFAULT_SIM_PROFILE)
+    up.add_argument("--inventory", default=str(core.SIM_INVENTORY), help="folder to write hosts.yml into")
+    up.add_argument("--address-base", default="127.0.1.10", help="first node's loopback address")
+    sim.add_parser("base", help="build the nodes' shared base root (debootstrap, once)")
+    for name in ("down", "status"):
+        s = sim.add_parser(name, help=f"{name} the simulated rack")
+        s.add_argument("--inventory", default=str(core.SIM_INVENTORY))
+    par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
+    par.add_argument("tool")
+    par.add_argument("file")
+    return p
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command in ("run", "install", "burnin"):
+        phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
+        return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
+                        only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id,
+                        progress=lambda line: print(line, flush=True))
+    if args.command == "parse":
+        return _parse(args.tool, args.file)
+    return _sim(args)
+
+
+def _sim(args: argparse.Namespace) -> int:
+    from provision.sim import rack
+
+    if args.sim_command == "base":
+        from provision.sim.base import ensure_base
+
+        print(f"sim: base root ready at {ensure_base()}")
+        return ExitStatus.OK
+    folder = Path(args.inventory)
+    if args.sim_command == "up":
+        if args.nodes < 1:
+            raise ProvisionError(f"--nodes: must be at least 1, got {args.nodes}")
+        folder.mkdir(parents=True, exist_ok=True)
+        rack.up(folder, args.nodes, args.profile, args.address_base)
+    elif args.sim_command == "down":
+        rack.down(folder)
+    else:
+        rows = rack.status(folder)
+        if not rows:
+            print(f"no simulated rack in {folder}")
+            return ExitStatus.NODE_FAILED
+        for row in rows:
+            print(f"{row['name']:<8} {row['address']:<15} pid {row['pid']:<8} "
+                  f"{'running' if row['running'] else 'STOPPED'} ssh {'open' if row['ssh'] else 'CLOSED'}")
+        return ExitStatus.OK if all(r["running"] and r["ssh"] for r in rows) else ExitStatus.NODE_FAILED
+    return ExitStatus.OK
+
+
+def _parse(tool: str, file: str) -> int:
+    from provision.parsers import parse_tool
+
+    path = Path(file)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ProvisionError(f"{file}: cannot read: {exc.strerror}") from None
+    print(json.dumps(parse_tool(tool, text, source=str(path)), indent=1))
+    return ExitStatus.OK
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(_dispatch(args))
+    except ProvisionError as exc:
+        if args.traceback:
+            raise
+        print(f"provision: error: {exc}", file=sys.stderr)
+        return int(exc.exit_status)
+    except KeyboardInterrupt:
+        print("provision: interrupted; results gathered so far are in runs/latest", file=sys.stderr)
+        return 130

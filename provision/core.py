@@ -1,0 +1,96 @@
+"""The main job: install the stack with Ansible, then burn in every host that installed cleanly.
+
+Each CLI command calls one function here. Results go to ``runs/<run_id>/`` (report.json,
+junit/, raw/, ansible/) and ``runs/latest``; the report is rewritten after every phase so
+an interruption loses nothing already gathered.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+from provision import burnin as burnin_engine
+from provision import inventory as inv
+from provision import paths, report
+from provision.errors import ExitStatus
+from provision.report import junit, summary
+from provision.runner import ansible
+from provision.sim import rack
+
+SIM_INVENTORY = paths.ROOT / "inventory" / "sim"
+DEFAULT_SIM_NODES = 4
+DEFAULT_SIM_PROFILE = "h100-sxm5-80g-ndr"
+
+
+def ensure_sim(path: Path, progress=print) -> None:
+    """Start the embedded simulated rack when ``path`` is it and it is not running."""
+    if path.resolve() == SIM_INVENTORY.resolve() and not rack.is_up(path):
+        progress("sim: the simulated rack is not running; starting it")
+        rack.up(path, DEFAULT_SIM_NODES, DEFAULT_SIM_PROFILE, log=progress)
+
+
+def job(inventory_arg: str, phases: tuple[str, ...], limit: list[str] | None = None, tags: str | None = None,
+        only_checks: list[str] | None = None, run_id: str | None = None, progress=print) -> ExitStatus:
+    """Run ``phases`` (install, burnin) against an inventory. Returns the exit status."""
+    path = inv.resolve(inventory_arg)
+    ensure_sim(path, progress)
+    inventory = inv.load(path)
+    hosts = [h for h in inventory.hosts if not limit or h.name in limit]
+    run_dir = _new_run_dir(run_id)
+    rep = {"run_id": run_dir.name, "inventory": str(path), "phases": list(phases),
+           "started": _now(), "install": {}, "burnin": {}}
+    progress(f"run {run_dir.name}: {len(hosts)} hosts from {path}, phases {', '.join(phases)}")
+    try:
+        if "install" in phases:
+            hosts = _install(path, hosts, run_dir, rep, tags, progress)
+            report.write(run_dir, rep)
+        if "burnin" in phases and hosts:
+            started = time.monotonic()
+            progress(f"burnin: {len(hosts)} hosts")
+            results = burnin_engine.run(hosts, run_dir, only_checks, progress)
+            rep["burnin"] = report.burnin_section(results)
+            rep["burnin_wall_s"] = round(time.monotonic() - started, 1)
+    finally:
+        rep["finished"] = _now()
+        report.write(run_dir, rep)
+        junit.write(run_dir, rep)
+    progress("\n" + summary.render(rep))
+    progress(f"\nresults: {run_dir}/report.json, JUnit in {run_dir}/junit/")
+    return ExitStatus.OK if all(v == "pass" for v in rep["hosts"].values()) else ExitStatus.NODE_FAILED
+
+
+def _install(path: Path, hosts, run_dir: Path, rep: dict, tags, progress) -> list:
+    """Run the install playbook; record it; return the hosts that installed cleanly."""
+    started = time.monotonic()
+    progress(f"install: playbooks/site.yml on {len(hosts)} hosts")
+    result = ansible.run_playbook("site.yml", path, run_dir / "ansible", limit=[h.name for h in hosts],
+                                  tags=tags, progress=progress)
+    rep["install_wall_s"] = round(time.monotonic() - started, 1)
+    rep["install_artifacts"] = result.artifacts
+    for host in hosts:
+        entry = result.hosts.get(host.name)
+        if entry is None:
+            rep["install"][host.name] = {"status": "unreachable", "changed": 0,
+                                         "roles": {"play": {"tasks": 0, "changed": 0,
+                                                            "failed": [{"task": "-", "msg": "host never ran"}]}}}
+            continue
+        rep["install"][host.name] = {"status": entry.status, "changed": entry.changed, "roles": dict(entry.roles)}
+    total = sum(e["changed"] for e in rep["install"].values())
+    progress(f"install: done in {rep['install_wall_s']} s, changed={total}")
+    return [h for h in hosts if rep["install"][h.name]["status"] == "ok"]
+
+
+def _new_run_dir(run_id: str | None) -> Path:
+    run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = paths.RUNS / run_id
+    n = 1
+    while run_dir.exists():
+        n += 1
+        run_dir = paths.RUNS / f"{run_id}-{n}"
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

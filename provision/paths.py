@@ -1,0 +1,18 @@
+"""Where things are: the project root, run results, and tools in this virtualenv."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "runs"
+PLAYBOOKS = ROOT / "playbooks"
+
+
+def tool(name: str) -> str:
+    """Path of a console tool installed beside this Python (the virtualenv), else from PATH."""
+    local = Path(sys.executable).parent / name
+    if local.exists():
+        return str(local)
+    return shutil.which(name) or name

@@ -1,0 +1,1 @@
+"""Orchestration transports: ansible-runner for installs, SSH for burn-in commands."""

@@ -1,0 +1,97 @@
+"""The only module that imports ansible_runner: run a playbook, keep its artifacts, type its result.
+
+Artifacts (events, stdout, stats) stay under the run's ``ansible/`` folder. The result gives,
+per host, its status (ok, failed, unreachable), its changed count and, per role, the tasks
+that failed with their messages.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ansible_runner
+
+from provision import paths
+from provision.errors import RunnerError
+
+
+@dataclass
+class HostInstall:
+    """One host's install: ``status`` ok|failed|unreachable; ``roles`` role -> {tasks, changed, failed: [..]}."""
+
+    host: str
+    status: str = "ok"
+    changed: int = 0
+    roles: dict = field(default_factory=lambda: defaultdict(lambda: {"tasks": 0, "changed": 0, "failed": []}))
+
+
+@dataclass
+class PlaybookResult:
+    playbook: str
+    rc: int
+    status: str
+    hosts: dict[str, HostInstall]
+    artifacts: str
+
+
+def run_playbook(playbook: str, inventory: Path, artifacts_dir: Path, limit: list[str] | None = None,
+                 tags: str | None = None, extravars: dict | None = None, progress=print) -> PlaybookResult:
+    """Run ``playbooks/<playbook>`` against ``inventory``. Raises RunnerError if it could not start."""
+    artifacts_dir.mkdir(parents=True, exist_ok=True)
+    hosts: dict[str, HostInstall] = {}
+    envvars = {"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
+               "PATH": f"{Path(paths.tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    kwargs = dict(private_data_dir=str(artifacts_dir), playbook=str(paths.PLAYBOOKS / playbook),
+                  inventory=str(inventory), project_dir=str(paths.ROOT), envvars=envvars,
+                  extravars=extravars or {}, quiet=True, json_mode=False,
+                  event_handler=lambda e: _on_event(e, hosts, progress) or True,
+                  settings={"suppress_ansible_output": True})
+    if limit:
+        kwargs["limit"] = ",".join(limit)
+    if tags:
+        kwargs["tags"] = tags
+    try:
+        result = ansible_runner.run(**kwargs)
+    except Exception as exc:  # ansible-runner raises bare exceptions for a bad private dir
+        raise RunnerError(f"ansible-runner could not run {playbook}: {exc}") from None
+    if result.status not in ("successful", "failed"):
+        raise RunnerError(f"ansible-runner: {playbook} ended {result.status} (rc {result.rc}); "
+                          f"see {artifacts_dir}/artifacts/{result.config.ident}/stdout")
+    return PlaybookResult(playbook, result.rc, result.status, hosts,
+                          str(Path(result.config.artifact_dir).relative_to(artifacts_dir.parent)))
+
+
+_LAST_ROLE = [""]
+
+
+def _on_event(event: dict, hosts: dict[str, HostInstall], progress) -> None:
+    kind, data = event.get("event", ""), event.get("event_data", {})
+    if kind == "playbook_on_task_start" and data.get("role") and data.get("role") != _LAST_ROLE[0]:
+        _LAST_ROLE[0] = data["role"]
+        progress(f"  install role {data['role']}")
+    host = data.get("host")
+    if not host or kind not in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped"):
+        return
+    entry = hosts.setdefault(host, HostInstall(host))
+    role = data.get("role") or "play"
+    row = entry.roles[role]
+    row["tasks"] += 1
+    res = data.get("res") or {}
+    if res.get("changed"):
+        row["changed"] += 1
+        entry.changed += 1
+    if kind == "runner_on_unreachable":
+        entry.status = "unreachable"
+        row["failed"].append({"task": data.get("task", ""), "msg": _msg(res)})
+        progress(f"  install {host:<12} {role}: UNREACHABLE: {_msg(res)}")
+    elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+        entry.status = "failed"
+        row["failed"].append({"task": data.get("task", ""), "msg": _msg(res)})
+        progress(f"  install {host:<12} {role}: FAILED '{data.get('task', '')}': {_msg(res)}")
+
+
+def _msg(res: dict) -> str:
+    msg = res.get("msg") or res.get("stderr") or res.get("reason") or ""
+    return " ".join(str(msg).split())[:300]
