@@ -7,6 +7,7 @@ saved as ``raw/<host>/<check>.txt`` (``<check>.<key>.txt`` for per-device steps)
 """
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -58,8 +59,14 @@ def applicable(check: Check, profile: profiles.Profile) -> bool:
 def run(hosts: list[Host], run_dir: Path, only: list[str] | None = None, progress=print) -> list[CheckResult]:
     """Burn in ``hosts`` in parallel; return every host's results in check order."""
     checks = [c for c in registry().values() if not only or c.id in only]
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        with lock:
+            progress(line)
+
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_HOSTS, max(1, len(hosts)))) as pool:
-        per_host = list(pool.map(lambda h: _run_host(h, checks, run_dir, progress), hosts))
+        per_host = list(pool.map(lambda h: _run_host(h, checks, run_dir, say), hosts))
     return [r for results in per_host for r in results]
 
 
@@ -132,6 +139,10 @@ def judge(host: str, check: Check, profile, texts: dict[str, str]) -> CheckResul
     """Parse and judge saved outputs (step key -> text): the part a re-evaluation repeats."""
     try:
         parsed = {key: check.parse(text) for key, text in texts.items()}
+        cut = [key or check.tool for key, result in parsed.items() if result.get("complete") is False]
+        if cut:
+            return CheckResult(host, check.id, Outcome.ERROR,
+                               f"{check.tool} output is incomplete (truncated or killed): {', '.join(cut)}")
         findings = check.judge(parsed, profile)
     except ParseError as exc:
         return CheckResult(host, check.id, Outcome.ERROR, f"could not parse {check.tool} output: {exc}")

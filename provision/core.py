@@ -13,7 +13,8 @@ from pathlib import Path
 from provision import burnin as burnin_engine
 from provision import inventory as inv
 from provision import paths, report
-from provision.errors import ExitStatus
+from provision.checks import ORDER as CHECK_ORDER
+from provision.errors import ExitStatus, ProvisionError
 from provision.report import junit, summary
 from provision.runner import ansible
 from provision.sim import rack
@@ -33,6 +34,9 @@ def ensure_sim(path: Path, progress=print) -> None:
 def job(inventory_arg: str, phases: tuple[str, ...], limit: list[str] | None = None, tags: str | None = None,
         only_checks: list[str] | None = None, run_id: str | None = None, progress=print) -> ExitStatus:
     """Run ``phases`` (install, burnin) against an inventory. Returns the exit status."""
+    unknown = sorted(set(only_checks or ()) - set(CHECK_ORDER))
+    if unknown:
+        raise ProvisionError(f"--checks: unknown check {', '.join(unknown)} (known: {', '.join(CHECK_ORDER)})")
     path = inv.resolve(inventory_arg)
     ensure_sim(path, progress)
     inventory = inv.load(path)

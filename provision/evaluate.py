@@ -37,8 +37,10 @@ def describe(f: Finding) -> str:
         params = ", ".join(f"{k}={v}" for k, v in f.reference.params.items())
         text = (f"{f.device}: {f.metric} = {_num(f.value)}{unit}, reference {_num(f.reference.value)}{unit} "
                 f"bounds {bounds}{unit}" + (f" ({params})" if params else ""))
-    else:
+    elif f.expected is not None:
         text = f"{f.device}: {f.metric} = {f.value!r}{unit}, expected {f.expected!r}{unit}"
+    else:
+        text = f"{f.device}: {f.metric} = {f.value!r}{unit}"
     if f.detail:
         text += f"; {f.detail}"
     if not f.ok and f.fault:

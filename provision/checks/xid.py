@@ -43,8 +43,10 @@ def parse(text: str) -> dict:
 
 def judge(parsed: dict, profile) -> list[Finding]:
     log = parsed[""]
+    xid79 = {e["pci"].lower() for e in log["xids"] if e["xid"] == 79}
     findings = [Finding(device=f"PCI {pci}", metric="fallen_off_bus", value=True, ok=False, fault="XID_79",
-                        action=DRAIN_RMA, detail="GPU has fallen off the bus") for pci in log["fallen_off_bus"]]
+                        action=DRAIN_RMA, detail="GPU has fallen off the bus")
+                for pci in log["fallen_off_bus"] if pci.lower() not in xid79]
     for event in log["xids"]:
         meaning, severity, action = XID_TABLE.get(event["xid"], ("Unknown Xid", "fatal", RESET))
         findings.append(Finding(device=f"PCI {event['pci']}", metric="xid", value=event["xid"],

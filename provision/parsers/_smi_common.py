@@ -1,0 +1,114 @@
+"""What ``nvidia-smi -q`` text and ``-q -x`` XML share: the paths of each field
+across driver branches and how the ECC, row-remap and page-retirement fields fold
+into the contract's keys. A ``get(*path)`` callable hides text tree versus XML.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from provision.parsers._util import num, yes_no
+
+Getter = Callable[..., "str | None"]
+number = num
+
+# Candidate paths below "ECC Errors"/<ecc_errors> -> volatile|aggregate, newest first.
+TEXT_ECC = {
+    "scopes": ("volatile", "aggregate"),
+    "dram": [("dram uncorrectable",), ("double bit", "device memory")],
+    "sram": [("sram uncorrectable",)],
+    "sram_split": [("sram uncorrectable parity",), ("sram uncorrectable sec-ded",)],
+    "total": ("double bit", "total"),
+}
+XML_ECC = {
+    "scopes": ("volatile", "aggregate"),
+    "dram": [("dram_uncorrectable",), ("double_bit", "device_memory")],
+    "sram": [("sram_uncorrectable",)],
+    "sram_split": [("sram_uncorrectable_parity",), ("sram_uncorrectable_secded",)],
+    "total": ("double_bit", "total"),
+}
+TEXT_REMAP = ("correctable error", "uncorrectable error", "pending", "remapping failure occurred")
+XML_REMAP = ("remapped_row_corr", "remapped_row_unc", "remapped_row_pending", "remapped_row_failure")
+TEXT_RETIRED = {"pending": ["pending page blacklist", "pending page retirement", "pending"],
+                "single_bit": ("single bit ecc",), "double_bit": ("double bit ecc",)}
+XML_RETIRED = {"pending": ["pending_blacklist", "pending_retirement"],
+               "single_bit": ("multiple_single_bit_retirement", "retired_count"),
+               "double_bit": ("double_bit_retirement", "retired_count")}
+TEXT_POWER = [(section, key) for section in ("gpu power readings", "power readings")
+              for key in ("power draw", "instantaneous power draw", "average power draw")]
+XML_POWER = [(section, key) for section in ("gpu_power_readings", "power_readings")
+             for key in ("power_draw", "instant_power_draw", "average_power_draw")]
+
+
+def getter(tree: dict) -> Getter:
+    """``get(*path)`` over a nested dict of strings; None when absent or a section."""
+    def get(*path: str) -> str | None:
+        node = tree
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return None
+            node = node[key]
+        return node if isinstance(node, str) else None
+    return get
+
+
+def first_number(get: Getter, paths: list[tuple[str, ...]]) -> int | float | None:
+    """The first path that holds a number."""
+    for path in paths:
+        value = num(get(*path))
+        if value is not None:
+            return value
+    return None
+
+
+def ecc(get: Getter, base: str, names: dict) -> dict:
+    """Uncorrectable DRAM and SRAM counters, volatile and aggregate."""
+    out = {}
+    for scope in names["scopes"]:
+        dram = first_number(get, [(base, scope, *p) for p in names["dram"]])
+        out[f"ecc_uncorrected_{scope}"] = dram
+        out[f"sram_uncorrected_{scope}"] = _sram(get, (base, scope), names, dram)
+    return out
+
+
+def _sram(get: Getter, prefix: tuple, names: dict, dram: int | float | None) -> int | float | None:
+    """SRAM uncorrectable: one field, the parity + SEC-DED pair, or old total minus DRAM."""
+    single = first_number(get, [(*prefix, *p) for p in names["sram"]])
+    if single is not None:
+        return single
+    split = [num(get(*prefix, *p)) for p in names["sram_split"]]
+    if any(v is not None for v in split):
+        return sum(v for v in split if v is not None)
+    total = num(get(*prefix, *names["total"]))
+    old_dram = num(get(*prefix, *names["dram"][-1]))
+    if total is not None and old_dram is not None:
+        return total - old_dram
+    return None
+
+
+def remapped(get: Getter, base: str, keys: tuple) -> dict | None:
+    """Row-remapper counters, or None where the GPU has no row remapping ("N/A")."""
+    corr, unc, pending, failure = (get(base, key) for key in keys)
+    record = {"correctable": num(corr), "uncorrectable": num(unc),
+              "pending": yes_no(pending), "failure": yes_no(failure)}
+    return None if all(v is None for v in record.values()) else record
+
+
+def retired_pending(get: Getter, base: str, names: dict) -> bool | None:
+    """True if a page retirement is pending, False if "No", None where "N/A"."""
+    flags = [yes_no(get(base, key)) for key in names["pending"]]
+    if True in flags:
+        return True
+    return False if False in flags else None
+
+
+def retired_pages(get: Getter, base: str, names: dict) -> dict | None:
+    """Retired-page counts and pending flag, or None where all are "N/A"."""
+    record = {"single_bit": num(get(base, *names["single_bit"])),
+              "double_bit": num(get(base, *names["double_bit"])),
+              "pending": retired_pending(get, base, names)}
+    return None if all(v is None for v in record.values()) else record
+
+
+def complete(gpus: list[dict], attached: int | None, last_closed: bool) -> bool:
+    """All "Attached GPUs" are present and the last one reached its end."""
+    return attached is not None and len(gpus) == attached and last_closed

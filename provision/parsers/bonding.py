@@ -1,0 +1,96 @@
+"""Parse ``/proc/net/bonding/bondN`` (Linux bonding driver v3.x and kernel-versioned).
+
+Reads the bond header ("Bonding Mode", "MII Status", "Transmit Hash Policy",
+"Currently Active Slave"), the 802.3ad block ("LACP rate", "Min links", "Active
+Aggregator Info:" with its ID, ports, keys and partner MAC, indented with TABs or
+spaces) and every "Slave Interface:" block, including newer kernels' "details
+actor lacp pdu:" / "details partner lacp pdu:" sub-blocks (partner MAC and port
+state come from those; older kernels print none, giving None).
+
+Units: ``speed_Mbps`` Mb/s ("Unknown" is None). ``active_aggregator_id`` is None
+outside 802.3ad. Raises ParseError without a "Bonding Mode:" line. ``complete`` is
+false when a slave block stops before its "Aggregator ID" (802.3ad) or
+"Link Failure Count" line.
+"""
+from __future__ import annotations
+
+import re
+
+from provision.parsers._util import clean, integer, lines, num, refuse, require_text
+
+TOOL = "bonding"
+_KEY = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
+
+
+def parse(text: str) -> dict:
+    """Parse a bonding status file into the contract's dict (see module doc)."""
+    require_text(text, "/proc/net/bonding")
+    bond, aggregator, slaves = _sections(lines(text))
+    if "bonding mode" not in bond:
+        raise refuse("/proc/net/bonding", "no 'Bonding Mode:' line")
+    mode = bond["bonding mode"]
+    lacp = "802.3ad" in mode
+    version = re.search(r"Bonding Driver:\s*(\S+)", text)
+    needed = "aggregator id" if lacp else "link failure count"
+    return {
+        "tool": TOOL,
+        "complete": bool(slaves) and all(needed in s for s in slaves),
+        "driver_version": version.group(1) if version else None,
+        "mode": mode,
+        "mii_status": clean(bond.get("mii status")),
+        "xmit_hash_policy": clean(bond.get("transmit hash policy")),
+        "lacp_rate": clean(bond.get("lacp rate")),
+        "min_links": integer(bond.get("min links")),
+        "active_slave": clean(bond.get("currently active slave")),
+        "active_aggregator_id": integer(aggregator.get("aggregator id")) if lacp else None,
+        "active_aggregator": _aggregator(aggregator) if lacp and aggregator else None,
+        "slaves": [_slave(s) for s in slaves],
+    }
+
+
+def _sections(rows: list[str]) -> tuple[dict, dict, list[dict]]:
+    """Bond-level pairs, Active Aggregator Info pairs, and one dict per slave."""
+    bond: dict = {}
+    aggregator: dict = {}
+    slaves: list[dict] = []
+    target, sub = bond, ""
+    for row in rows:
+        match = _KEY.match(row)
+        if not match:
+            continue
+        indent, key, value = match.group(1), match.group(2).lower(), match.group(3)
+        if key == "slave interface":
+            slaves.append({"name": value})
+            target, sub = slaves[-1], ""
+        elif key == "active aggregator info":
+            target, sub = aggregator, ""
+        elif key.startswith("details ") and slaves:
+            sub = "partner " if "partner" in key else "actor "
+        else:
+            if target is aggregator and not indent:
+                target = bond
+            target.setdefault((sub if indent else "") + key, value)
+    return bond, aggregator, slaves
+
+
+def _aggregator(raw: dict) -> dict:
+    """The active aggregator's id, port count, keys and partner MAC."""
+    return {"id": integer(raw.get("aggregator id")), "ports": integer(raw.get("number of ports")),
+            "actor_key": integer(raw.get("actor key")), "partner_key": integer(raw.get("partner key")),
+            "partner_mac": clean(raw.get("partner mac address"))}
+
+
+def _slave(raw: dict) -> dict:
+    """One slave interface."""
+    return {
+        "name": raw["name"],
+        "mii_status": clean(raw.get("mii status")),
+        "speed_Mbps": num(raw.get("speed")),
+        "duplex": clean(raw.get("duplex")),
+        "link_failure_count": integer(raw.get("link failure count")),
+        "aggregator_id": integer(raw.get("aggregator id")),
+        "partner_mac": clean(raw.get("partner system mac address") or raw.get("partner mac address")),
+        "actor_port_state": integer(raw.get("actor port state")),
+        "partner_port_state": integer(raw.get("partner port state")),
+        "permanent_hw_addr": clean(raw.get("permanent hw addr")),
+    }

@@ -1,0 +1,113 @@
+"""Parse ``ibstat``, ``ibstatus`` and ``ibv_devinfo [-v]`` (rdma-core / MLNX_OFED / DOCA).
+
+One port record per port in every format:
+- ibstat: "CA 'mlx5_0'" blocks with "Port n:" sub-blocks ("State: Active",
+  "Physical state: LinkUp", "Rate: 400", "Link layer: InfiniBand");
+- ibstatus: "Infiniband device 'mlx5_0' port 1 status:" blocks ("state: 4: ACTIVE",
+  "phys state: 5: LinkUp", "rate: 200 Gb/sec (4X HDR)");
+- ibv_devinfo: "hca_id: mlx5_0" blocks with "port: n" sub-blocks ("state:
+  PORT_ACTIVE (4)", with ``-v`` also "phys_state: LINK_UP (5)", "active_width: 4X
+  (2)", "active_speed: 25.0 Gbps (32)"; the rate is width x lane speed).
+
+``state`` and ``physical_state`` are normalised to ibstat's words ("Active",
+"LinkUp") from the numeric codes; ``*_raw`` keep what was printed.
+Units: ``rate_Gbps`` Gb/s (None where the tool does not print it: plain
+ibv_devinfo). Raises ParseError when no CA/device/hca_id header is present.
+"""
+from __future__ import annotations
+
+import re
+
+from provision.parsers._util import clean, lines, num, refuse, require_text
+
+TOOLS = ("ibstat", "ibstatus", "ibv_devinfo")
+_STATES = {1: "Down", 2: "Initializing", 3: "Armed", 4: "Active", 5: "ActiveDefer"}
+_PHYS = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
+         6: "LinkErrorRecovery", 7: "PhyTest"}
+_CA = re.compile(r"^CA '([^']+)'")
+_IBSTATUS = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:")
+_HCA = re.compile(r"^hca_id:\s*(\S+)")
+_PORT = re.compile(r"^\s*(?:Port (\d+):|port:\s*(\d+))\s*$")
+_KEY = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
+
+
+def parse(text: str) -> dict:
+    """Parse any of the three formats into the contract's dict (see module doc)."""
+    require_text(text, "ibstat/ibstatus/ibv_devinfo")
+    ports: list[dict] = []
+    ca: dict = {}
+    tool = None
+    for row in lines(text):
+        tool = _header(row, ca, ports) or tool
+        port = _PORT.match(row)
+        if port and ca and tool != "ibstatus":
+            ports.append(_new_port(ca, int(port.group(1) or port.group(2))))
+        elif ca and _KEY.match(row):
+            key, value = _KEY.match(row).groups()
+            (ports[-1] if ports and ports[-1]["ca"] == ca["name"] else ca)[key.lower()] = value
+    if tool is None:
+        raise refuse("ibstat/ibstatus/ibv_devinfo", "no \"CA '...'\", \"Infiniband device '...'\" "
+                     "or 'hca_id:' header")
+    # Every format prints the link layer last (or near last) for each port.
+    complete = bool(ports) and ports[-1]["ca"] == ca["name"] and any(
+        k in ports[-1] for k in ("link layer", "link_layer"))
+    return {"tool": tool, "complete": complete, "ports": [_port(p) for p in ports]}
+
+
+def _header(row: str, ca: dict, ports: list[dict]) -> str | None:
+    """Start a new CA (or, for ibstatus, a new port); return the format's name."""
+    for pattern, tool in ((_CA, "ibstat"), (_IBSTATUS, "ibstatus"), (_HCA, "ibv_devinfo")):
+        match = pattern.match(row)
+        if match:
+            ca.clear()
+            ca["name"] = match.group(1)
+            if tool == "ibstatus":
+                ports.append(_new_port(ca, int(match.group(2))))
+            return tool
+    return None
+
+
+def _new_port(ca: dict, number: int) -> dict:
+    """A port record that remembers its CA's fields as read so far."""
+    return {"ca": ca["name"], "port": number, "_ca": ca.copy()}
+
+
+def _port(raw: dict) -> dict:
+    """The contract's port record from the raw "key: value" pairs of any format."""
+    ca = raw.pop("_ca")
+    state = raw.get("state")
+    phys = raw.get("physical state") or raw.get("phys state") or raw.get("phys_state")
+    return {
+        "ca": raw["ca"],
+        "port": raw["port"],
+        "state": _word(state, _STATES),
+        "physical_state": _word(phys, _PHYS),
+        "rate_Gbps": _rate(raw),
+        "link_layer": clean(raw.get("link layer") or raw.get("link_layer")),
+        "fw_ver": clean(ca.get("firmware version") or ca.get("fw_ver")),
+        "ca_type": clean(ca.get("ca type")),
+        "state_raw": state,
+        "physical_state_raw": phys,
+        "rate_raw": raw.get("rate"),
+    }
+
+
+def _word(value: str | None, names: dict[int, str]) -> str | None:
+    """ibstat's word for a state printed as "Active", "4: ACTIVE" or "PORT_ACTIVE (4)"."""
+    if value is None:
+        return None
+    code = re.search(r"(?:^(\d+):|\((\d+)\))", value)
+    if code:
+        return names.get(int(code.group(1) or code.group(2)), value)
+    return value.strip()
+
+
+def _rate(raw: dict) -> int | float | None:
+    """Gb/s from "Rate: 400", "rate: 200 Gb/sec (4X HDR)" or width x lane speed."""
+    if raw.get("rate") is not None:
+        return num(raw["rate"])
+    width = re.match(r"(\d+)X", raw.get("active_width") or "")
+    speed = num(raw.get("active_speed"))
+    if width and speed is not None:
+        return int(width.group(1)) * speed
+    return None

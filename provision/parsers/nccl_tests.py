@@ -1,0 +1,201 @@
+"""Parse the output of any nccl-tests ``*_perf`` binary (all_reduce_perf, ...).
+
+Header generations handled:
+- very old: no ``#`` in front of header and summary lines, an ``error`` column
+  holding the max relative error ("1e+00"), no device list;
+- old (2.0-2.10): ``#`` header, ``redop`` column only where the collective has one,
+  ``error`` column, "Rank n Pid ... device n [0x..] <gpu>" lines;
+- current (2.10+): ``redop`` and ``root`` on every collective, ``#wrong`` column,
+  "Rank n Group n Pid ..." lines, "# nccl-tests version ..." and "# Collective
+  test starting: X_perf" lines.
+Also: ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``), NCCL INFO/WARN log
+lines interleaved anywhere (WARN lines are kept in ``warnings``), validation off
+(``-c 0``: "N/A" in the wrong column -> ``wrong`` None).
+
+Units: ``size_bytes`` bytes, ``time_us`` microseconds, ``*_GBps`` GB/s.
+``complete`` is false without the "Avg bus bandwidth" line. A log with only NCCL
+lines parses with no rows. Raises ParseError when the text has no nccl-tests
+header, result row, summary or NCCL log line.
+"""
+from __future__ import annotations
+
+import re
+
+from provision.parsers._util import lines, num, refuse, require_text, strip_mpi_tag
+
+TOOL = "nccl-tests"
+_NCCL_LOG = re.compile(r"\bNCCL (INFO|WARN)\b")
+_RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)"
+                   r"\s+\[([^\]]*)\]\s+(.*?)\s*$")
+_TYPE = re.compile(r"^(?:u?int\d*|half|float\d*|bfloat16|double|char|f8e\w+|fp8\w*)$")
+_ELEMENT_BYTES = {"int8": 1, "uint8": 1, "char": 1, "half": 2, "float16": 2, "bfloat16": 2,
+                  "int32": 4, "uint32": 4, "int": 4, "float": 4, "float32": 4,
+                  "int64": 8, "uint64": 8, "double": 8, "float64": 8}
+
+
+def parse(text: str) -> dict:
+    """Parse nccl-tests output into the contract's dict (see module doc)."""
+    require_text(text, "nccl-tests")
+    state = {"rows": [], "warnings": [], "error_codes": [], "ranks": {}, "header": {}}
+    for row in lines(text):
+        _line(strip_mpi_tag(row), state)
+    header = state["header"]
+    if not (state["rows"] or header or state["warnings"] or state.get("log")):
+        raise refuse("nccl-tests", "no 'size count type' header, result rows or NCCL log lines")
+    return _result(state)
+
+
+def _line(row: str, state: dict) -> None:
+    """Route one line: NCCL log, data row, or header/summary."""
+    log = _NCCL_LOG.search(row)
+    if log:
+        state["log"] = True
+        if log.group(1) == "WARN":
+            state["warnings"].append(row.strip())
+        code = re.search(r"->\s*(\d+)", row)
+        if code and int(code.group(1)) not in state["error_codes"]:
+            state["error_codes"].append(int(code.group(1)))
+        return
+    data = _data_row(row.split())
+    if data:
+        state["rows"].append(data)
+    else:
+        _header_line(row.lstrip("#").strip(), state)
+
+
+def _header_line(row: str, state: dict) -> None:
+    """Header facts: command line, test settings, ranks, columns and summaries."""
+    header = state["header"]
+    rank = _RANK.search(row)
+    if rank:
+        state["ranks"][int(rank.group(1))] = {"host": rank.group(2), "device": int(rank.group(3)),
+                                              "bus": rank.group(4), "name": rank.group(5)}
+    elif row.split()[:2] == ["size", "count"]:
+        header["columns"] = row.split()
+    elif row.startswith("Out of bounds values"):
+        match = re.search(r":\s*(\d+)\s+(\w+)", row)
+        header["oob"] = (int(match.group(1)), match.group(2) == "FAILED") if match else None
+    elif row.startswith("Avg bus bandwidth"):
+        header["avg"] = num(row.split(":", 1)[1])
+    else:
+        _settings(row, header)
+
+
+def _settings(row: str, header: dict) -> None:
+    """nThread/nGpus/validation, version, collective name and command-line options."""
+    for key, pattern in (("nthread", r"\bnThread (\d+)"), ("ngpus", r"\bnGpus (\d+)"),
+                         ("validation", r"\bvalidation: (\d+)"), ("version", r"nccl-tests version (\S+)")):
+        match = re.search(pattern, row)
+        if match:
+            header[key] = match.group(1) if key == "version" else int(match.group(1))
+    command = re.search(r"\b([a-z_]+)_perf\b(.*)", row)
+    if command and "collective" not in header:
+        header["collective"] = command.group(1)
+        for key, pattern in (("cmd_g", r"(?:-g|--ngpus)[\s=]*(\d+)"), ("cmd_t", r"(?:-t|--nthreads)[\s=]*(\d+)")):
+            match = re.search(pattern, command.group(2))
+            if match:
+                header[key] = int(match.group(1))
+
+
+def _data_row(tokens: list[str]) -> dict | None:
+    """One result row, or None when the tokens are not one."""
+    if len(tokens) < 11 or not (tokens[0].isdigit() and tokens[1].isdigit() and _TYPE.match(tokens[2])):
+        return None
+    tail = tokens[-8:]
+    if not all(num(t) is not None or t == "N/A" for t in tail):
+        return None
+    middle = tokens[3:-8]
+    redop = next((t for t in middle if not re.fullmatch(r"-?\d+", t)), None)
+    root = next((int(t) for t in middle if re.fullmatch(r"-?\d+", t)), None)
+    return {"size_bytes": int(tokens[0]), "count": int(tokens[1]), "type": tokens[2],
+            "redop": redop, "root": root,
+            "out_of_place": _half(tail[:4]), "in_place": _half(tail[4:])}
+
+
+def _half(tokens: list[str]) -> dict:
+    """time, algbw, busbw and the wrong count (or, old format, the max error)."""
+    wrong = tokens[3]
+    record = {"time_us": num(tokens[0]), "algbw_GBps": num(tokens[1]), "busbw_GBps": num(tokens[2]),
+              "wrong": int(wrong) if wrong.isdigit() else None}
+    if not wrong.isdigit() and wrong != "N/A":
+        record["max_error"] = num(wrong)
+    return record
+
+
+def _result(state: dict) -> dict:
+    """Assemble the contract's dict from what the lines gave."""
+    header, rows = state["header"], state["rows"]
+    largest = max(rows, key=lambda r: r["size_bytes"]) if rows else None
+    at_max = [r for r in rows if largest and r["size_bytes"] == largest["size_bytes"]]
+    oob = header.get("oob")
+    collective, source = _collective(header, rows, _nranks(state))
+    return {
+        "tool": TOOL,
+        "complete": header.get("avg") is not None,
+        "nccl_tests_version": header.get("version"),
+        "collective": collective,
+        "collective_source": source,
+        "nranks": _nranks(state),
+        "devices": [dict(rank=k, **v) for k, v in sorted(state["ranks"].items())],
+        "validation": header.get("validation"),
+        "rows": rows,
+        "avg_busbw_GBps": header.get("avg"),
+        "max_size_bytes": largest["size_bytes"] if largest else None,
+        "busbw_at_max_size_GBps": _at_max(at_max, "busbw_GBps"),
+        "algbw_at_max_size_GBps": _at_max(at_max, "algbw_GBps"),
+        "wrong": _wrong(header, rows),
+        "out_of_bounds_values": oob[0] if oob else None,
+        "out_of_bounds_failed": oob[1] if oob else None,
+        "warnings": state["warnings"],
+        "error_codes": state["error_codes"],
+    }
+
+
+def _at_max(rows: list[dict], key: str) -> dict:
+    """Out-of-place and in-place values of the last row at the largest size."""
+    last = rows[-1] if rows else None
+    return {side: last[side][key] if last else None for side in ("out_of_place", "in_place")}
+
+
+def _nranks(state: dict) -> int | None:
+    """Ranks listed, else nThread x nGpus from the header or the command line."""
+    if state["ranks"]:
+        return len(state["ranks"])
+    header = state["header"]
+    if "ngpus" in header:
+        return header["ngpus"] * header.get("nthread", 1)
+    if "cmd_g" in header or "cmd_t" in header:
+        return header.get("cmd_g", 1) * header.get("cmd_t", 1)
+    return None
+
+
+def _wrong(header: dict, rows: list[dict]) -> int | None:
+    """Total wrong elements; None when validation was off or nothing says."""
+    halves = [r[side] for r in rows for side in ("out_of_place", "in_place")]
+    if header.get("validation") == 0 or (halves and all(h["wrong"] is None and "max_error" not in h
+                                                       for h in halves)):
+        return None
+    if any(h["wrong"] is not None for h in halves):
+        return sum(h["wrong"] or 0 for h in halves)
+    oob = header.get("oob")
+    return oob[0] if oob else None
+
+
+def _collective(header: dict, rows: list[dict], nranks: int | None) -> tuple[str | None, str | None]:
+    """The collective as printed, else inferred from redop/root and size/count."""
+    if "collective" in header:
+        return header["collective"], "printed"
+    if not rows:
+        return None, None
+    row = rows[-1]
+    element = _ELEMENT_BYTES.get(row["type"])
+    redop = row["redop"] not in (None, "none")
+    if row["root"] is not None and row["root"] >= 0:
+        return ("reduce" if redop else "broadcast"), "inferred"
+    if redop and element and row["count"]:
+        ratio = row["size_bytes"] / (row["count"] * element)
+        if ratio == 1:
+            return "all_reduce", "inferred"
+        if nranks and ratio == nranks:
+            return "reduce_scatter", "inferred"
+    return None, None

@@ -1,0 +1,76 @@
+"""Parse CUDA samples ``p2pBandwidthLatencyTest`` (CUDA 9 to 12.x samples).
+
+Reads the device list ("Device: n, <name>, pciBusID: 4a, ..."), the "Device=a
+CAN/CANNOT Access Peer Device=b" lines, the "P2P Connectivity Matrix", the four
+bandwidth matrices ("Unidirectional/Bidirectional P2P=Enabled/Disabled Bandwidth
+[(P2P Writes|Reads)] Matrix (GB/s)", header "D\\D") and the latency matrices
+("P2P=Enabled/Disabled Latency ... Matrix (us)", a "GPU" table and a "CPU" table).
+
+Units: bandwidth GB/s, latency us; the diagonal (local copies) is kept as printed.
+Matrices are {src: {dst: value}}. Raises ParseError without the "[P2P (Peer-to-Peer)
+GPU Bandwidth Latency Test]" banner or any matrix title. ``complete`` is false
+without the closing "NOTE: The CUDA Samples are not meant for performance..." line.
+"""
+from __future__ import annotations
+
+import re
+
+from provision.parsers._util import lines, num, refuse, require_text
+
+TOOL = "p2pBandwidthLatencyTest"
+_DEVICE = re.compile(r"^Device:\s*(\d+),\s*(.*?),\s*pciBusID:\s*([0-9a-fA-F]+),\s*pciDeviceID:\s*"
+                     r"([0-9a-fA-F]+),\s*pciDomainID:\s*([0-9a-fA-F]+)")
+_ACCESS = re.compile(r"^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+)")
+_TITLES = [
+    (re.compile(r"^P2P Connectivity Matrix"), "connectivity"),
+    (re.compile(r"^Unidirectional P2P=Disabled Bandwidth"), "uni_p2p_disabled_GBps"),
+    (re.compile(r"^Unidirectional P2P=Enabled Bandwidth"), "uni_p2p_enabled_GBps"),
+    (re.compile(r"^Bidirectional P2P=Disabled Bandwidth"), "bi_p2p_disabled_GBps"),
+    (re.compile(r"^Bidirectional P2P=Enabled Bandwidth"), "bi_p2p_enabled_GBps"),
+    (re.compile(r"^P2P=Disabled Latency"), "latency_p2p_disabled"),
+    (re.compile(r"^P2P=Enabled Latency"), "latency_p2p_enabled"),
+]
+_MATRICES = [key for _, key in _TITLES if not key.startswith("latency")] + [
+    f"{key}_{sub}_us" for _, key in _TITLES if key.startswith("latency") for sub in ("gpu", "cpu")]
+
+
+def parse(text: str) -> dict:
+    """Parse p2pBandwidthLatencyTest text into the contract's dict (see module doc)."""
+    require_text(text, "p2pBandwidthLatencyTest")
+    state = {"devices": [], "access": {}, "current": None, "sub": "gpu", "columns": []}
+    state.update({key: {} for key in _MATRICES})
+    banner = False
+    for row in lines(text):
+        banner = banner or "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in row
+        _line(row, state)
+    if not banner and not any(state[key] for key in _MATRICES):
+        raise refuse("p2pBandwidthLatencyTest", "no '[P2P (Peer-to-Peer) GPU Bandwidth Latency "
+                     "Test]' banner or result matrix")
+    del state["current"], state["sub"], state["columns"]
+    devices = state.pop("devices")
+    return {"tool": TOOL, "complete": "CUDA Samples are not meant for performance" in text,
+            "gpu_count": len(devices) or len(state["connectivity"]) or None,
+            "gpus": devices, "peer_access": state.pop("access"), **state}
+
+
+def _line(row: str, state: dict) -> None:
+    """Route one line: device, peer access, matrix title, column header or matrix row."""
+    device, access = _DEVICE.match(row), _ACCESS.match(row)
+    title = next((key for pattern, key in _TITLES if pattern.match(row.strip())), None)
+    tokens = row.split()
+    if device:
+        state["devices"].append({"index": int(device.group(1)), "name": device.group(2),
+                                 "pci_bus_id": device.group(3), "pci_domain_id": device.group(5)})
+    elif access:
+        state["access"].setdefault(int(access.group(1)), {})[int(access.group(3))] = access.group(2) == "CAN"
+    elif title:
+        state["current"], state["sub"] = title, "gpu"
+    elif tokens and tokens[0] in ("D\\D", "GPU", "CPU") and state["current"]:
+        state["sub"], state["columns"] = tokens[0].lower(), [int(t) for t in tokens[1:] if t.isdigit()]
+    elif state["current"] and len(tokens) > 1 and tokens[0].isdigit() and num(tokens[1]) is not None:
+        key = state["current"]
+        if key.startswith("latency"):
+            key = f"{key}_{'cpu' if state['sub'] == 'cpu' else 'gpu'}_us"
+        state[key][int(tokens[0])] = dict(zip(state["columns"], map(num, tokens[1:])))
+    elif row.strip() and not row.startswith(" ") and state["current"] and not tokens[0].isdigit():
+        state["current"] = None

@@ -1,0 +1,97 @@
+"""Parse ``nvidia-smi -q -x`` XML (DTD ``nvsmi_device_v10`` to ``v13``).
+
+Field paths by schema generation:
+- ECC: v10 ``double_bit/device_memory`` (+ ``total`` for on-chip SRAM); v11
+  ``sram_uncorrectable``/``dram_uncorrectable``; v12+ ``sram_uncorrectable_parity``
+  + ``sram_uncorrectable_secded`` (summed) and ``dram_uncorrectable``.
+- Power: ``power_readings/power_draw`` (v11 and older); ``gpu_power_readings/
+  power_draw`` (v12) or ``instant_power_draw``/``average_power_draw`` (v13); never
+  ``module_power_readings``.
+- Row remapper: ``remapped_rows/remapped_row_*``; ``<remapped_rows>N/A`` is None.
+
+Units: temperature C, power W. A document cut short is parsed as far as it goes
+with ``complete`` false. Raises ParseError when the text holds no
+``<nvidia_smi_log>`` element.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from provision.parsers import _smi_common as common
+from provision.parsers._util import clean, integer, refuse, require_text
+
+TOOL = "nvidia-smi-qx"
+
+
+def parse(text: str) -> dict:
+    """Parse ``nvidia-smi -q -x`` XML into the contract's dict (see module doc)."""
+    require_text(text, "nvidia-smi -q -x")
+    root, closed = _root(text)
+    gpus = [_gpu(element) for element in root.findall("gpu")]
+    attached = integer(root.findtext("attached_gpus"))
+    match = re.search(r"nvsmi_device_(v\d+)", text)
+    return {
+        "tool": TOOL,
+        "complete": common.complete(gpus, attached, closed),
+        "schema": match.group(1) if match else None,
+        "driver_version": clean(root.findtext("driver_version")),
+        "cuda_version": clean(root.findtext("cuda_version")),
+        "attached_gpus": attached,
+        "gpus": gpus,
+    }
+
+
+def _root(text: str) -> tuple[ET.Element, bool]:
+    """The ``<nvidia_smi_log>`` element and whether the document closed properly.
+
+    A pull parser keeps the elements read before a truncation or a syntax error.
+    """
+    start = text.find("<nvidia_smi_log")
+    if start < 0:
+        raise refuse("nvidia-smi -q -x", "no <nvidia_smi_log> element")
+    parser = ET.XMLPullParser(events=("start",))
+    root = None
+    try:
+        parser.feed(text[start:])
+        for _, element in parser.read_events():
+            root = element if root is None else root
+        parser.close()
+        return root, True
+    except ET.ParseError:
+        for _, element in parser.read_events():
+            root = element if root is None else root
+        if root is None:
+            raise refuse("nvidia-smi -q -x", "the <nvidia_smi_log> element is unreadable") from None
+        return root, False
+
+
+def _getter(element: ET.Element) -> common.Getter:
+    """``get(*path)``: the stripped text at a path below ``element``, else None."""
+    def get(*path: str) -> str | None:
+        found = element.find("/".join(path))
+        if found is None or len(found):
+            return None
+        return (found.text or "").strip()
+    return get
+
+
+def _gpu(element: ET.Element) -> dict:
+    """The contract's record for one ``<gpu>`` element."""
+    get = _getter(element)
+    link = ("pci", "pci_gpu_link_info")
+    return {
+        "bus_id": element.get("id") or get("pci", "pci_bus_id"),
+        "name": get("product_name"),
+        **common.ecc(get, "ecc_errors", common.XML_ECC),
+        "remapped_rows": common.remapped(get, "remapped_rows", common.XML_REMAP),
+        "retired_pages_pending": common.retired_pending(get, "retired_pages", common.XML_RETIRED),
+        "retired_pages": common.retired_pages(get, "retired_pages", common.XML_RETIRED),
+        "temp_C": common.number(get("temperature", "gpu_temp")),
+        "power_W": common.first_number(get, common.XML_POWER),
+        "pcie_gen_current": common.number(get(*link, "pcie_gen", "current_link_gen")),
+        "pcie_gen_max": common.number(get(*link, "pcie_gen", "max_link_gen")),
+        "width_current": common.number(get(*link, "link_widths", "current_link_width")),
+        "width_max": common.number(get(*link, "link_widths", "max_link_width")),
+        "pcie_replays": common.number(get("pci", "replay_counter")),
+    }

@@ -1,0 +1,201 @@
+"""``nvidia-smi -q`` (text) and ``-q -x`` (XML, DTD v12) for the simulated GPUs.
+
+One tree per GPU feeds both renderers: each node is ``(text label, xml tag, value)`` where
+value is a string or a list of nodes; a ``None`` label or tag leaves the node out of that
+rendering. Labels, tags and order follow smi_q_h100x8_535_183, smi_q_a10_remap_pending_535_129
+and smi_qx_t4_v11_width_x8 plus a v12 (R555) XML capture. Hopper and later split SRAM
+uncorrectable errors into parity and SEC-DED counts (the H100 capture); earlier GPUs print one.
+"""
+from __future__ import annotations
+
+import time
+from xml.sax.saxutils import escape
+
+import simhw
+
+# Architecture by product-name fragment (NVIDIA product pages).
+ARCHITECTURES = (("B300", "Blackwell"), ("B200", "Blackwell"), ("H200", "Hopper"), ("H100", "Hopper"),
+                 ("GH200", "Hopper"), ("L40", "Ada Lovelace"), ("L4", "Ada Lovelace"), ("4090", "Ada Lovelace"),
+                 ("A100", "Ampere"), ("A10", "Ampere"), ("A30", "Ampere"), ("T4", "Turing"), ("V100", "Volta"))
+# Bank-remap histogram maximum of an H100 80GB (smi_q_h100x8_535_183: "Max : 2560 bank(s)").
+REMAP_BANKS = 2560
+LABEL_WIDTH = 42
+
+
+def architecture(model: str) -> str:
+    """GPU architecture name as ``Product Architecture`` prints it."""
+    return next((arch for key, arch in ARCHITECTURES if key in model), "Hopper")
+
+
+def _yn(flag: bool) -> str:
+    return "Yes" if flag else "No"
+
+
+def _ecc_scope(block: dict, split: bool, aggregate: bool) -> list:
+    """ECC counters of one scope (volatile or aggregate)."""
+    nodes = [("SRAM Correctable", "sram_correctable", str(block["sram_correctable"]))]
+    if split:
+        nodes += [("SRAM Uncorrectable Parity", "sram_uncorrectable_parity", "0"),
+                  ("SRAM Uncorrectable SEC-DED", "sram_uncorrectable_secded", str(block["sram_uncorrectable"]))]
+    else:
+        nodes.append(("SRAM Uncorrectable", "sram_uncorrectable", str(block["sram_uncorrectable"])))
+    nodes += [("DRAM Correctable", "dram_correctable", str(block["dram_correctable"])),
+              ("DRAM Uncorrectable", "dram_uncorrectable", str(block["dram_uncorrectable"]))]
+    if split and aggregate:
+        nodes.append(("SRAM Threshold Exceeded", "sram_threshold_exceeded", "No"))
+    return nodes
+
+
+def _retired(gpu: dict) -> list:
+    """Retired-pages block: counts on page-retirement boards, N/A on row-remap ones."""
+    pages = gpu.get("retired_pages")
+    single = "N/A" if pages is None else str(pages["single_bit"])
+    double = "N/A" if pages is None else str(pages["double_bit"])
+    pending = "N/A" if pages is None else _yn(pages["pending"])
+    return [("Single Bit ECC", None, single), ("Double Bit ECC", None, double),
+            (None, "multiple_single_bit_retirement", [(None, "retired_count", single), (None, "retired_pagelist", "")]),
+            (None, "double_bit_retirement", [(None, "retired_count", double), (None, "retired_pagelist", "")]),
+            ("Pending Page Blacklist", "pending_blacklist", pending), (None, "pending_retirement", pending)]
+
+
+def _remapped(gpu: dict) -> list | str:
+    """Remapped-rows block, ``N/A`` on page-retirement boards."""
+    rows = gpu.get("remapped_rows")
+    if rows is None:
+        return "N/A"
+    hist = [("Max", "row_remapper_histogram_max", f"{REMAP_BANKS} bank(s)")]
+    hist += [(k, f"row_remapper_histogram_{k.lower()}", "0 bank(s)") for k in ("High", "Partial", "Low", "None")]
+    return [("Correctable Error", "remapped_row_corr", str(rows["correctable"])),
+            ("Uncorrectable Error", "remapped_row_unc", str(rows["uncorrectable"])),
+            ("Pending", "remapped_row_pending", _yn(rows["pending"])),
+            ("Remapping Failure Occurred", "remapped_row_failure", _yn(rows["failure"])),
+            ("Bank Remap Availability Histogram", "row_remapper_histogram", hist)]
+
+
+def _pci(gpu: dict) -> list:
+    """PCI block, link generation and width from the model."""
+    bus = gpu["bus_id"].split(":")[1]
+    pcie = gpu["pcie"]
+    return [("Bus", None, f"0x{bus}"), (None, "pci_bus", bus), ("Device", None, "0x00"), (None, "pci_device", "00"),
+            ("Domain", None, "0x0000"), (None, "pci_domain", "0000"),
+            ("Device Id", None, f"0x{simhw.pci_device_id(gpu).upper()}10DE"),
+            (None, "pci_device_id", f"{simhw.pci_device_id(gpu).upper()}10DE"),
+            ("Bus Id", "pci_bus_id", gpu["bus_id"]),
+            ("GPU Link Info", "pci_gpu_link_info", [
+                ("PCIe Generation", "pcie_gen", [
+                    ("Max", "max_link_gen", str(pcie["gen_max"])),
+                    ("Current", "current_link_gen", str(pcie["gen_current"])),
+                    ("Device Current", "device_current_link_gen", str(pcie["gen_current"])),
+                    ("Device Max", "max_device_link_gen", str(pcie["gen_max"])),
+                    ("Host Max", "max_host_link_gen", "N/A")]),
+                ("Link Width", "link_widths", [
+                    ("Max", "max_link_width", f"{pcie['width_max']}x"),
+                    ("Current", "current_link_width", f"{pcie['width_current']}x")])]),
+            ("Replays Since Reset", "replay_counter", str(pcie.get("replays", 0))),
+            ("Replay Number Rollovers", "replay_rollover_counter", "0"),
+            ("Tx Throughput", "tx_util", "0 KB/s"), ("Rx Throughput", "rx_util", "0 KB/s")]
+
+
+def _power_clocks(gpu: dict) -> list:
+    """Temperature, power readings and clocks."""
+    cap, clk = f"{gpu['power_cap_W']:.2f} W", gpu["clocks"]
+    return [
+        ("Temperature", "temperature", [("GPU Current Temp", "gpu_temp", f"{gpu['temp_C']} C"),
+                                        ("GPU Target Temperature", "gpu_target_temperature", "N/A")]),
+        ("GPU Power Readings", "gpu_power_readings", [
+            ("Power Draw", "power_draw", f"{gpu['power_W']:.2f} W"),
+            ("Current Power Limit", "current_power_limit", cap), ("Requested Power Limit", "requested_power_limit", cap),
+            ("Default Power Limit", "default_power_limit", cap), ("Max Power Limit", "max_power_limit", cap)]),
+        ("Clocks", "clocks", [("Graphics", "graphics_clock", f"{clk['graphics']} MHz"),
+                              ("SM", "sm_clock", f"{clk['sm']} MHz"), ("Memory", "mem_clock", f"{clk['memory']} MHz"),
+                              ("Video", "video_clock", f"{clk['video']} MHz")]),
+        ("Max Clocks", "max_clocks", [("Graphics", "graphics_clock", f"{clk['max_graphics']} MHz"),
+                                      ("SM", "sm_clock", f"{clk['max_sm']} MHz"),
+                                      ("Memory", "mem_clock", f"{clk['max_memory']} MHz"),
+                                      ("Video", "video_clock", f"{clk['max_video']} MHz")])]
+
+
+def gpu_tree(index: int, gpu: dict, ctx: dict) -> list:
+    """All nodes of one GPU in the real tool's order."""
+    arch = architecture(gpu["model"])
+    split = arch in ("Hopper", "Blackwell")
+    used = gpu.get("memory_used_MiB", 0)
+    return [
+        ("Product Name", "product_name", gpu["model"]), ("Product Brand", "product_brand", "NVIDIA"),
+        ("Product Architecture", "product_architecture", arch),
+        ("Display Mode", "display_mode", "Disabled"), ("Persistence Mode", "persistence_mode", ctx["persistence"]),
+        ("MIG Mode", "mig_mode", [("Current", "current_mig", "Disabled"), ("Pending", "pending_mig", "Disabled")]),
+        ("Serial Number", "serial", gpu["serial"]), ("GPU UUID", "uuid", gpu["uuid"]),
+        ("Minor Number", "minor_number", str(index)),
+        ("GSP Firmware Version", "gsp_firmware_version", ctx["driver"]["version"]),
+        ("PCI", "pci", _pci(gpu)), ("Fan Speed", "fan_speed", "N/A"), ("Performance State", "performance_state", "P0"),
+        ("FB Memory Usage", "fb_memory_usage", [
+            ("Total", "total", f"{gpu['memory_total_MiB']} MiB"), ("Used", "used", f"{used} MiB"),
+            ("Free", "free", f"{gpu['memory_total_MiB'] - used} MiB")]),
+        ("Compute Mode", "compute_mode", "Default"),
+        ("Utilization", "utilization", [("Gpu", "gpu_util", "0 %"), ("Memory", "memory_util", "0 %")]),
+        ("ECC Mode", "ecc_mode", [("Current", "current_ecc", "Enabled"), ("Pending", "pending_ecc", "Enabled")]),
+        ("ECC Errors", "ecc_errors", [
+            ("Volatile", "volatile", _ecc_scope(gpu["ecc"]["volatile"], split, False)),
+            ("Aggregate", "aggregate", _ecc_scope(gpu["ecc"]["aggregate"], split, True))]),
+        ("Retired Pages", "retired_pages", _retired(gpu)), ("Remapped Rows", "remapped_rows", _remapped(gpu)),
+        *_power_clocks(gpu),
+        ("Fabric", "fabric", [("State", "state", "Completed" if gpu.get("nvswitch") else "N/A"),
+                              ("Status", "status", "Success" if gpu.get("nvswitch") else "N/A")]),
+        ("Processes", None, "None"), (None, "processes", ""),
+    ]
+
+
+def _text_nodes(nodes: list, depth: int) -> list[str]:
+    """Text lines of ``nodes``: ``label : value`` with the colon at column 42."""
+    lines = []
+    for label, _tag, value in nodes:
+        if label is None:
+            continue
+        head = "    " * depth + label
+        if isinstance(value, list):
+            lines += [head] + _text_nodes(value, depth + 1)
+        else:
+            lines.append(f"{head:<{LABEL_WIDTH}}: {value}")
+    return lines
+
+
+def render_text(pairs: list[tuple[int, dict]], ctx: dict) -> str:
+    """``nvidia-smi -q``."""
+    drv = ctx["driver"]
+    lines = ["==============NVSMI LOG==============", "",
+             f"{'Timestamp':<{LABEL_WIDTH}}: {time.strftime('%a %b %d %H:%M:%S %Y')}",
+             f"{'Driver Version':<{LABEL_WIDTH}}: {drv['version']}",
+             f"{'CUDA Version':<{LABEL_WIDTH}}: {drv['cuda_version']}", "",
+             f"{'Attached GPUs':<{LABEL_WIDTH}}: {ctx['attached']}"]
+    for index, gpu in pairs:
+        lines += [f"GPU {gpu['bus_id']}"] + _text_nodes(gpu_tree(index, gpu, ctx), 1) + [""]
+    return "\n".join(lines) + "\n"
+
+
+def _xml_nodes(nodes: list, depth: int) -> list[str]:
+    """XML lines of ``nodes``, four spaces per level."""
+    pad, lines = "    " * depth, []
+    for _label, tag, value in nodes:
+        if tag is None:
+            continue
+        if isinstance(value, list):
+            lines += [f"{pad}<{tag}>"] + _xml_nodes(value, depth + 1) + [f"{pad}</{tag}>"]
+        elif value == "":
+            lines += [f"{pad}<{tag}>", f"{pad}</{tag}>"]
+        else:
+            lines.append(f"{pad}<{tag}>{escape(value)}</{tag}>")
+    return lines
+
+
+def render_xml(pairs: list[tuple[int, dict]], ctx: dict) -> str:
+    """``nvidia-smi -q -x``."""
+    drv = ctx["driver"]
+    lines = ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">', "<nvidia_smi_log>",
+             f"    <timestamp>{time.strftime('%a %b %d %H:%M:%S %Y')}</timestamp>",
+             f"    <driver_version>{escape(drv['version'])}</driver_version>",
+             f"    <cuda_version>{escape(drv['cuda_version'])}</cuda_version>",
+             f"    <attached_gpus>{ctx['attached']}</attached_gpus>"]
+    for index, gpu in pairs:
+        lines += [f'    <gpu id="{gpu["bus_id"]}">'] + _xml_nodes(gpu_tree(index, gpu, ctx), 2) + ["    </gpu>"]
+    return "\n".join(lines + ["", "</nvidia_smi_log>"]) + "\n"

@@ -1,0 +1,77 @@
+"""Every check against healthy, degraded and truncated captures: outcome, device and fault named.
+
+Captures: ``tests/data/<check>/sim_h100_*.txt`` come from the simulated tools with a fault set
+in the hardware model (tests/data/tools/capture_sim.py); ``tests/data/samples/`` are real
+outputs from real clusters.
+"""
+from pathlib import Path
+
+import pytest
+
+from provision import profiles
+from provision.burnin import judge
+from provision.checks import ORDER, Outcome, registry
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+H100 = profiles.load("h100-sxm5-80g-ndr")
+
+# (check, capture, step key, outcome, text the message must contain)
+CASES = [
+    ("gpu_health", "gpu_health/sim_h100_healthy.txt", "", Outcome.PASS, "temp_C"),
+    ("gpu_health", "gpu_health/sim_h100_remap_pending.txt", "", Outcome.FAIL, "GPU3 00000000:5D:00.0: remapped_rows_pending"),
+    ("gpu_health", "gpu_health/sim_h100_xid79.txt", "", Outcome.FAIL, "gpu_count = 7, expected 8"),
+    ("gpu_health", "gpu_health/sim_h100_truncated.txt", "", Outcome.ERROR, "incomplete"),
+    ("xid", "xid/sim_h100_healthy.txt", "", Outcome.PASS, "xid_count = 0"),
+    ("xid", "xid/sim_h100_xid79.txt", "", Outcome.FAIL, "PCI 0000:4c:00: xid = 79"),
+    ("xid", "samples/dmesg_xid48_63_94_dbe_chain.txt", "", Outcome.FAIL, "XID_48"),
+    ("xid", "samples/dmesg_xid79_fallen_off_bus_smi_unknown_error.txt", "", Outcome.FAIL, "XID_79"),
+    ("ib_ports", "ib_ports/sim_h100_healthy.txt", "", Outcome.PASS, "ib_port_count = 8"),
+    ("ib_ports", "ib_ports/sim_h100_hca_200.txt", "", Outcome.FAIL, "mlx5_3 port 1: rate_Gbps = 200 Gb/s, expected 400"),
+    # Real DGX: its 8 NDR ports are healthy; the Down ports are Ethernet and not judged.
+    ("ib_ports", "samples/ibstat_h100_mixed_down_ports.txt", "", Outcome.PASS, "ib_port_count = 8"),
+    ("ib_write_bw", "ib_write_bw/sim_h100_healthy.txt", "mlx5_5", Outcome.PASS, "mlx5_5: bw_avg_Gbps"),
+    ("ib_write_bw", "ib_write_bw/sim_h100_slow_hca.txt", "mlx5_5", Outcome.FAIL, "HCA_SLOW"),
+    ("ib_write_bw", "ib_write_bw/sim_h100_truncated.txt", "mlx5_5", Outcome.ERROR, "perftest"),
+    ("ib_write_bw", "samples/ib_write_bw_cx7_ndr_gbits.txt", "mlx5_0", Outcome.PASS, "392.34 Gb/s"),
+    ("nccl_allreduce", "nccl_allreduce/sim_h100_healthy.txt", "", Outcome.PASS, "busbw_GBps"),
+    ("nccl_allreduce", "nccl_allreduce/sim_h100_nvlink_down.txt", "", Outcome.FAIL, "NCCL_SLOW"),
+    ("nccl_allreduce", "nccl_allreduce/sim_h100_truncated.txt", "", Outcome.ERROR, "incomplete"),
+    ("nccl_allreduce", "samples/nccl_allreduce_a100x8_novalidation.txt", "", Outcome.ERROR, "without validation"),
+]
+
+
+@pytest.mark.parametrize("check_id,capture,key,outcome,text", CASES, ids=[c[1] for c in CASES])
+def test_capture_is_judged(check_id, capture, key, outcome, text):
+    result = judge("node07", registry()[check_id], H100, {key: (DATA / capture).read_text()})
+    assert result.outcome == outcome, result.message
+    assert text in result.message
+
+
+def test_every_check_has_healthy_degraded_and_truncated_cases():
+    for check_id in ORDER:
+        outcomes = {c[3] for c in CASES if c[0] == check_id}
+        assert Outcome.PASS in outcomes and Outcome.FAIL in outcomes, check_id
+
+
+def test_check_ids_are_unique_and_match_modules():
+    assert list(registry()) == list(ORDER)
+
+
+def test_a_changed_threshold_flips_the_outcome():
+    text = (DATA / "nccl_allreduce/sim_h100_healthy.txt").read_text()
+    strict = H100.with_overrides({"nccl_allreduce": {"busbw_GBps": {"value": 600.0}}}, "test")
+    assert judge("n", registry()["nccl_allreduce"], H100, {"": text}).outcome == Outcome.PASS
+    assert judge("n", registry()["nccl_allreduce"], strict, {"": text}).outcome == Outcome.FAIL
+
+
+def test_steps_are_argv_lists_from_the_profile():
+    class Host:
+        address = "10.0.0.7"
+    for check in registry().values():
+        for step in check.steps(H100, Host()):
+            assert isinstance(step.argv, list) and all(isinstance(a, str) for a in step.argv)
+    ib = registry()["ib_write_bw"].steps(H100, Host())
+    assert [s.key for s in ib] == [f"mlx5_{i}" for i in range(8)]
+    assert ib[0].argv[-1] == "10.0.0.7" and ib[0].server[:3] == ["ib_write_bw", "-d", "mlx5_0"]
+    nccl = registry()["nccl_allreduce"].steps(H100, Host())[0].argv
+    assert nccl[nccl.index("-e") + 1] == "8589934592" and nccl[nccl.index("-c") + 1] == "1"

@@ -1,0 +1,64 @@
+"""``PARSERS`` and ``parse_tool``: names, one-line errors, and refusal of other tools' output."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from provision.errors import ParseError
+from provision.parsers import PARSERS, parse_tool
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+CONTRACT_TOOLS = {"nvidia-smi", "nvidia-smi-q", "nvidia-smi-qx", "nvidia-smi-csv", "nvidia-smi-topo",
+                  "nvidia-smi-nvlink", "nccl-tests", "perftest", "ibstat", "ibstatus", "ibv_devinfo",
+                  "dcgmi-diag", "nvbandwidth", "p2pBandwidthLatencyTest", "gpu-burn", "dmesg-xid",
+                  "lspci", "bonding", "fio"}
+
+# Sample stem prefix -> the tools that may accept it. ibstat/ibstatus/ibv_devinfo share
+# one parser; the Xid paste holds nvidia-smi's own "Unable to determine the device
+# handle" error, which is nvidia-smi output.
+ACCEPTED_BY = {
+    "bond0": {"bonding"}, "dcgmi": {"dcgmi-diag"}, "dmesg_xid48": {"dmesg-xid"},
+    "dmesg_xid79": {"dmesg-xid", "nvidia-smi"}, "fio": {"fio"}, "gpu_burn": {"gpu-burn"},
+    "ib_": {"perftest"}, "ibstat": {"ibstat", "ibstatus", "ibv_devinfo"}, "lspci": {"lspci"},
+    "nccl": {"nccl-tests"}, "nvbandwidth": {"nvbandwidth"}, "nvlink": {"nvidia-smi-nvlink"},
+    "p2p": {"p2pBandwidthLatencyTest"}, "smi_q_": {"nvidia-smi-q"}, "smi_query_csv": {"nvidia-smi-csv"},
+    "smi_qx": {"nvidia-smi-qx"}, "smi_table": {"nvidia-smi"}, "topo": {"nvidia-smi-topo"},
+}
+
+
+def test_parsers_cover_the_contract() -> None:
+    assert set(PARSERS) == CONTRACT_TOOLS
+
+
+def test_unknown_tool_lists_known_tools() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_tool("nvidia-smi-xml", "x", "out.txt")
+    message = str(caught.value)
+    assert message.startswith("out.txt: unknown tool 'nvidia-smi-xml'")
+    assert "nvidia-smi-qx" in message and "\n" not in message
+
+
+def test_error_names_source_and_what_is_missing() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_tool("nvidia-smi-q", "just some text\n", "results.txt")
+    assert str(caught.value) == "results.txt: not nvidia-smi -q output: no 'Driver Version' line"
+
+
+@pytest.mark.parametrize("tool", sorted(CONTRACT_TOOLS))
+def test_empty_and_prose_refused(tool: str) -> None:
+    for text in ("", "   \n", "Hello,\nthis is a note about the rack, not tool output.\n"):
+        with pytest.raises(ParseError) as caught:
+            parse_tool(tool, text, "note.txt")
+        assert str(caught.value).startswith("note.txt: not ") and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("path", sorted(SAMPLES.glob("*.txt")), ids=lambda p: p.stem)
+def test_other_tools_refuse_sample(path: Path) -> None:
+    accepted = next(tools for prefix, tools in ACCEPTED_BY.items() if path.stem.startswith(prefix))
+    text = path.read_text()
+    for tool in sorted(CONTRACT_TOOLS - accepted):
+        with pytest.raises(ParseError):
+            parse_tool(tool, text, path.name)
+    for tool in accepted:
+        assert parse_tool(tool, text, path.name)["tool"] in accepted | {tool}
