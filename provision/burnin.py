@@ -36,6 +36,7 @@ class CheckResult:
     duration_s: float = 0.0
     findings: list[dict] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
+    run_error: bool = False  # the tool could not run: a re-evaluation keeps this verdict
 
     def to_dict(self) -> dict:
         return {**asdict(self), "outcome": self.outcome.value}
@@ -47,11 +48,17 @@ def host_profile(host: Host) -> profiles.Profile:
     return profile.with_overrides(host.vars.get("provision_reference_overrides"), f"host {host.name}")
 
 
+FEATURES = {"gpu": ("gpu", "count"), "hca": ("hca", "count"), "nvlink": ("gpu", "nvlink", "links"),
+            "storage": ("storage", "bond")}
+
+
 def applicable(check: Check, profile: profiles.Profile) -> bool:
-    """False when the profile lacks a hardware feature the check needs (no HCA, no GPU)."""
+    """False when the profile lacks a hardware feature the check needs (``FEATURES``)."""
     for need in check.needs:
-        part = profile.get(need) or {}
-        if not part.get("count"):
+        value = profile.data
+        for key in FEATURES[need]:
+            value = value.get(key) if isinstance(value, dict) else None
+        if not value:
             return False
     return True
 
@@ -98,14 +105,16 @@ def _run_check(session: Session, host: Host, profile, check: Check, raw_dir: Pat
     for step in steps:
         result = _run_step(session, step, check.timeout_s)
         name = f"{check.id}.{step.key}.txt" if len(steps) > 1 else f"{check.id}.txt"
-        (raw_dir / name).write_text(result.stdout + (f"\n# stderr:\n{result.stderr}" if result.stderr.strip() else ""))
+        (raw_dir / name).write_text(result.stdout)
         raw.append(f"raw/{host.name}/{name}")
+        if result.stderr.strip():
+            (raw_dir / name.replace(".txt", ".stderr")).write_text(result.stderr)
         texts[step.key] = result.stdout
         problem = _run_problem(result, check)
         if problem:
             problems.append(f"{step.key + ': ' if step.key else ''}{problem}")
     if problems:
-        out = CheckResult(host.name, check.id, Outcome.ERROR, "; ".join(problems))
+        out = CheckResult(host.name, check.id, Outcome.ERROR, "; ".join(problems), run_error=True)
     else:
         out = judge(host.name, check, profile, texts)
     out.duration_s, out.raw = round(time.monotonic() - started, 2), raw

@@ -39,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("down", "status"):
         s = sim.add_parser(name, help=f"{name} the simulated rack")
         s.add_argument("--inventory", default=str(core.SIM_INVENTORY))
+    ev = sub.add_parser("evaluate", help="judge a saved run again from its raw outputs (touches no node)")
+    ev.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
+    ev.add_argument("--profile", help="judge every host against this hardware profile instead")
+    ev.add_argument("-i", "--inventory", help="re-read site overrides (provision_reference_overrides) from it")
     par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
     par.add_argument("tool")
     par.add_argument("file")
@@ -55,6 +59,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
                         only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id,
                         progress=lambda line: print(line, flush=True))
+    if args.command == "evaluate":
+        return core.evaluate(args.run_dir, args.profile, args.inventory)
     if args.command == "parse":
         return _parse(args.tool, args.file)
     return _sim(args)

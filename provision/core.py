@@ -12,7 +12,7 @@ from pathlib import Path
 
 from provision import burnin as burnin_engine
 from provision import inventory as inv
-from provision import paths, report
+from provision import paths, rejudge, report
 from provision.checks import ORDER as CHECK_ORDER
 from provision.errors import ExitStatus, ProvisionError
 from provision.report import junit, summary
@@ -43,7 +43,9 @@ def job(inventory_arg: str, phases: tuple[str, ...], limit: list[str] | None = N
     hosts = [h for h in inventory.hosts if not limit or h.name in limit]
     run_dir = _new_run_dir(run_id)
     rep = {"run_id": run_dir.name, "inventory": str(path), "phases": list(phases),
-           "started": _now(), "install": {}, "burnin": {}}
+           "started": _now(), "install": {}, "burnin": {},
+           "profiles": {h.name: {"name": h.profile, "overrides": h.vars.get("provision_reference_overrides")}
+                        for h in hosts}}
     progress(f"run {run_dir.name}: {len(hosts)} hosts from {path}, phases {', '.join(phases)}")
     try:
         if "install" in phases:
@@ -61,6 +63,27 @@ def job(inventory_arg: str, phases: tuple[str, ...], limit: list[str] | None = N
         junit.write(run_dir, rep)
     progress("\n" + summary.render(rep))
     progress(f"\nresults: {run_dir}/report.json, JUnit in {run_dir}/junit/")
+    return ExitStatus.OK if all(v == "pass" for v in rep["hosts"].values()) else ExitStatus.NODE_FAILED
+
+
+def evaluate(run_arg: str, profile_name: str | None = None, inventory_arg: str | None = None,
+             progress=print) -> ExitStatus:
+    """Judge a run's saved raw outputs again (new profile, thresholds or site overrides), touching
+    no node; rewrite its report.json and JUnit. Raises ProvisionError for a bad run folder."""
+    run_dir = Path(run_arg) if Path(run_arg).is_dir() else paths.RUNS / run_arg
+    try:
+        rep = report.load(run_dir)
+    except (OSError, ValueError) as exc:
+        raise ProvisionError(f"{run_dir}/report.json: not a readable run report ({exc})") from None
+    if inventory_arg:
+        for host in inv.load(inv.resolve(inventory_arg)).hosts:
+            if host.name in rep.get("profiles", {}):
+                rep["profiles"][host.name]["overrides"] = host.vars.get("provision_reference_overrides")
+    rep["burnin"] = rejudge.run(run_dir, rep, profile_name)
+    rep["evaluated"] = {"at": _now(), "profile": profile_name, "inventory": inventory_arg}
+    report.write(run_dir, rep)
+    junit.write(run_dir, rep)
+    progress(summary.render(rep))
     return ExitStatus.OK if all(v == "pass" for v in rep["hosts"].values()) else ExitStatus.NODE_FAILED
 
 

@@ -5,7 +5,8 @@ Judges: GPU count and model against the profile; driver version against the pin;
 uncorrectable ECC (DRAM and SRAM) = 0; no pending or failed row remap; no pending page
 retirement; PCIe max generation and current width at the profile's value (the current
 generation drops at idle by design, so it is judged under load by pcie_link); temperature
-against the profile's reference (degrees C). Row-remap rule from aznhc's ECC check
+against the profile's reference (degrees C); persistence mode Enabled; no hardware or
+thermal clock slowdown active. Row-remap rule from aznhc's ECC check
 (notes/thresholds.md).
 """
 from __future__ import annotations
@@ -14,6 +15,9 @@ from provision.checks.base import Check, Finding, Step
 from provision.evaluate import expect, measured
 from provision.parsers import parse_tool
 
+# Clock event reasons that mean hardware trouble; idle, application clocks, SW power cap and
+# sync boost are normal (nvidia-smi -q documentation, "Clocks Event Reasons").
+HW_SLOWDOWN = {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown"}
 RESET = "drain the node, reset the GPU (nvidia-smi -r) or reboot to apply the remap; RMA if it recurs"
 
 
@@ -55,6 +59,11 @@ def _gpu(device: str, g: dict, profile) -> list[Finding]:
         expect(device, "pcie_width_current", g.get("width_current"), gpu["pcie"]["width"], "PCIE_WIDTH",
                "link trained narrower than x16: reseat the GPU/riser or replace the cable", unit="lanes"),
     ]
+    out.append(expect(device, "persistence_mode", g.get("persistence_mode"), "Enabled", "PERSISTENCE_OFF",
+                      "start nvidia-persistenced (re-run `provision install`); without it the driver reloads per job"))
+    slow = sorted(set(g.get("clocks_event_reasons_active") or []) & HW_SLOWDOWN)
+    out.append(expect(device, "clocks_event_reasons_hw", slow, [], "GPU_THROTTLED",
+                      "hardware slowdown active: check cooling, power supplies and power brake signal"))
     ref = profile.reference("gpu_health", "temp_C")
     if ref is not None and g.get("temp_C") is not None:
         out.append(measured(device, "temp_C", g["temp_C"], ref, "GPU_HOT", "check fans, airflow and inlet temperature"))

@@ -94,4 +94,21 @@ def _gpu(element: ET.Element) -> dict:
         "width_current": common.number(get(*link, "link_widths", "current_link_width")),
         "width_max": common.number(get(*link, "link_widths", "max_link_width")),
         "pcie_replays": common.number(get("pci", "replay_counter")),
+        "persistence_mode": get("persistence_mode"),
+        "clocks_event_reasons_active": _active_reasons(element),
     }
+
+
+def _active_reasons(element: ET.Element) -> list[str] | None:
+    """Active clock event (throttle) reasons, e.g. ["gpu_idle", "hw_slowdown"]; None if not printed.
+
+    Driver 535+ writes ``<clocks_event_reasons>``/``clocks_event_reason_*``; older drivers
+    ``<clocks_throttle_reasons>``/``clocks_throttle_reason_*``.
+    """
+    for block, prefix in (("clocks_event_reasons", "clocks_event_reason_"),
+                          ("clocks_throttle_reasons", "clocks_throttle_reason_")):
+        found = element.find(block)
+        if found is not None:
+            return [child.tag[len(prefix):] for child in found
+                    if child.tag.startswith(prefix) and (child.text or "").strip() == "Active"]
+    return None

@@ -115,6 +115,21 @@ def _power_clocks(gpu: dict) -> list:
                                       ("Video", "video_clock", f"{clk['max_video']} MHz")])]
 
 
+# Clocks event reasons as driver 535+ names them (older: clocks_throttle_reason_*), -q label -> XML key.
+EVENT_REASONS = (("Idle", "gpu_idle"), ("Applications Clocks Setting", "applications_clocks_setting"),
+                 ("SW Power Cap", "sw_power_cap"), ("HW Slowdown", "hw_slowdown"),
+                 ("HW Thermal Slowdown", "hw_thermal_slowdown"), ("HW Power Brake Slowdown", "hw_power_brake_slowdown"),
+                 ("Sync Boost", "sync_boost"), ("SW Thermal Slowdown", "sw_thermal_slowdown"),
+                 ("Display Clock Setting", "display_clocks_setting"))
+
+
+def _event_reasons(gpu: dict) -> list:
+    """Active clock event reasons from the model (``clocks_event_reasons``, default idle)."""
+    active = set(gpu.get("clocks_event_reasons", ["gpu_idle"]))
+    return [(label, f"clocks_event_reason_{key}", "Active" if key in active else "Not Active")
+            for label, key in EVENT_REASONS]
+
+
 def gpu_tree(index: int, gpu: dict, ctx: dict) -> list:
     """All nodes of one GPU in the real tool's order."""
     arch = architecture(gpu["model"])
@@ -129,6 +144,7 @@ def gpu_tree(index: int, gpu: dict, ctx: dict) -> list:
         ("Minor Number", "minor_number", str(index)),
         ("GSP Firmware Version", "gsp_firmware_version", ctx["driver"]["version"]),
         ("PCI", "pci", _pci(gpu)), ("Fan Speed", "fan_speed", "N/A"), ("Performance State", "performance_state", "P0"),
+        ("Clocks Event Reasons", "clocks_event_reasons", _event_reasons(gpu)),
         ("FB Memory Usage", "fb_memory_usage", [
             ("Total", "total", f"{gpu['memory_total_MiB']} MiB"), ("Used", "used", f"{used} MiB"),
             ("Free", "free", f"{gpu['memory_total_MiB'] - used} MiB")]),

@@ -36,6 +36,8 @@ def degrade(kind: str, model: dict) -> dict:
     elif kind == "nvlink_down":
         for link in model["gpus"][6]["nvlink"]["links"][:9]:
             link["active"] = False
+    elif kind == "hw_slowdown":
+        model["gpus"][5]["clocks_event_reasons"] = ["hw_slowdown", "hw_power_brake_slowdown"]
     elif kind == "xid79":
         gpu = model["gpus"][2]
         gpu["fallen_off_bus"] = True
@@ -50,8 +52,10 @@ def run(tool: str, argv: list[str], model: dict) -> str:
         hw, drv = Path(tmp) / "hw.yaml", Path(tmp) / "driver.json"
         hw.write_text(yaml.safe_dump(model))
         drv.write_text(json.dumps({"version": "550.127.05", "cuda_version": "12.4"}))
+        pid = Path(tmp) / "persistenced.pid"  # nvidia-persistenced "running": this process
+        pid.write_text(str(os.getpid()))
         env = dict(os.environ, PROVISION_SIM_HW=str(hw), PROVISION_SIM_DRIVER=str(drv),
-                   PROVISION_SIM_ADDR="127.0.0.1")
+                   PROVISION_SIM_ADDR="127.0.0.1", PROVISION_SIM_PERSISTENCED_PID=str(pid))
         if tool == "ib_write_bw":
             port = str(20000 + os.getpid() % 20000)
             server = subprocess.Popen([sys.executable, str(TOOLS / "ib_write_bw.py"), *argv, "-p", port],
@@ -67,7 +71,7 @@ def run(tool: str, argv: list[str], model: dict) -> str:
 
 
 CAPTURES = {
-    "gpu_health": ("nvidia_smi", ["-q", "-x"], ["healthy", "remap_pending", "xid79"]),
+    "gpu_health": ("nvidia_smi", ["-q", "-x"], ["healthy", "remap_pending", "xid79", "hw_slowdown"]),
     "xid": ("dmesg", [], ["healthy", "xid79"]),
     "ib_ports": ("ibstat", [], ["healthy", "hca_200"]),
     "ib_write_bw": ("ib_write_bw", ["-d", "mlx5_5", "-s", "65536", "-D", "5", "--report_gbits", "-F"],

@@ -20,6 +20,8 @@ CASES = [
     ("gpu_health", "gpu_health/sim_h100_healthy.txt", "", Outcome.PASS, "temp_C"),
     ("gpu_health", "gpu_health/sim_h100_remap_pending.txt", "", Outcome.FAIL, "GPU3 00000000:5D:00.0: remapped_rows_pending"),
     ("gpu_health", "gpu_health/sim_h100_xid79.txt", "", Outcome.FAIL, "gpu_count = 7, expected 8"),
+    ("gpu_health", "gpu_health/sim_h100_hw_slowdown.txt", "", Outcome.FAIL,
+     "GPU5 00000000:BB:00.0: clocks_event_reasons_hw = ['hw_power_brake_slowdown', 'hw_slowdown']"),
     ("gpu_health", "gpu_health/sim_h100_truncated.txt", "", Outcome.ERROR, "incomplete"),
     ("xid", "xid/sim_h100_healthy.txt", "", Outcome.PASS, "xid_count = 0"),
     ("xid", "xid/sim_h100_xid79.txt", "", Outcome.FAIL, "PCI 0000:4c:00: xid = 79"),

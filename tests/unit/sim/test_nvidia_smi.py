@@ -128,6 +128,6 @@ def test_nvlink_status_marks_inactive_links(sim):
     _, out, _ = sim.run(nvidia_smi, ["nvlink", "-s"])
     blocks = out.split("GPU ")[1:]
     assert len(blocks) == 8
-    assert "\t Link 7: <inactive>" in blocks[3] and "\t Link 6: 25 GB/s" in blocks[3]
+    assert "\t Link 7: <inactive>" in blocks[3] and "\t Link 6: 26.562 GB/s" in blocks[3]
     assert "<inactive>" not in blocks[2]
     assert blocks[3].count("GB/s") == 17

@@ -1,0 +1,124 @@
+"""gpu_stress: every GPU under a sustained compute load (gpu-burn), then DCGM's long diagnostic.
+
+Tools and steps: ``gpu_burn [-d] [-tc] SECONDS`` (wilicc/gpu-burn; key ``gpu_burn``) and
+``dcgmi diag -r 3`` (key ``dcgmi``). ``parse`` gets one step's text without its key, so it
+reads the tool from the text: dcgmi's "| Diagnostic | Result |" table header means
+``dcgmi-diag``, anything else is read as ``gpu-burn``; ``judge`` dispatches on each result's
+``tool``. Parsers tested on gpu-burn git 2022-2024 (tab- and space-indented verdicts,
+Gflop/s progress, negative error counts) and dcgmi 3.3.6-3.3.9 (``-r 3``, with and without
+``-v``); see provision/parsers/gpu_burn.py and dcgmi.py.
+
+Units: ``gflops`` in Gflop/s per GPU, the last whole progress line (FP32 SGEMM unless the
+reference's params say ``precision: fp64``), against ``references.gpu_stress.gflops``
+(params give ``duration_s`` and ``precision``).
+
+Rules (notes/thresholds.md, "Tools whose verdicts must not be trusted"):
+- gpu-burn exits 0 even when a GPU is FAULTY, so the verdict is judged, never the exit
+  status: FAULTY fails that GPU (GPU_BURN_FAULTY).
+- gpu-burn can print OK after doing no work: a GPU with no Gflop/s figure or 0 Gflop/s, or
+  a GPU of the profile missing from the verdicts, makes the run unjudgeable (ParseError ->
+  error), never a pass.
+- dcgmi: a test with status Fail fails each GPU it names (DCGM_FAIL). A skipped test is not a
+  pass: DCGM's user guide says a skipped test was not run, so its verdict is unknown. A
+  required test that was skipped is a failing finding (DCGM_SKIPPED) rather than an error,
+  so the node is held back with an action even when other findings are judged; only tests
+  the run level does not promise (``OPTIONAL``) may be skipped. Warn is DCGM's pass with a
+  non-fatal warning; it passes and its warnings go in the finding's detail.
+GPU names are indices as the tools print them (CUDA order for gpu-burn, DCGM GPU ids for
+dcgmi: both follow PCI bus order on these nodes).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import expect, measured
+from provision.errors import ParseError
+from provision.parsers import parse_tool
+
+# DCGM user guide, run levels: the EUD test needs the separately installed EUD package and
+# is reported "Skip" at -r 3 on nodes without it (both real -r 3 samples).
+OPTIONAL = frozenset({"EUD Test"})
+DCGM_LEVEL = "3"
+_DCGMI_HEADER = re.compile(r"^\s*\|\s*Diagnostic\s*\|\s*Result\s*\|", re.M)
+FAULTY = "gpu_burn found wrong results on this GPU: drain the node, run dcgmi diag -r 3 on it, RMA if it repeats"
+SLOW = ("GPU below its reference under load: check clocks and throttle reasons "
+        "(nvidia-smi -q -d PERFORMANCE), power cap, cooling and PCIe/NVLink errors")
+DCGM = "DCGM failed this test: read its warning, drain the node, rerun dcgmi diag -r 3 -v and RMA if it repeats"
+SKIPPED = ("DCGM did not run this test, so its result is unknown: rerun dcgmi diag -r 3 -v and read "
+           "nv-hostengine's log for why (missing plugin, GPUs busy, power limits not readable)")
+
+
+def steps(profile, host) -> list[Step]:
+    ref = profile.reference("gpu_stress", "gflops")
+    params = ref.params if ref else {}
+    burn = ["gpu_burn"]
+    if params.get("precision") == "fp64":
+        burn.append("-d")  # gpu-burn's doubles mode (DGEMM)
+    if params.get("tensor_cores"):
+        burn.append("-tc")
+    burn.append(str(params.get("duration_s", 60)))
+    return [Step("gpu_burn", burn), Step("dcgmi", ["dcgmi", "diag", "-r", DCGM_LEVEL])]
+
+
+def parse(text: str) -> dict:
+    """One step's output: dcgmi's diag table when it has one, else gpu_burn's output."""
+    tool = "dcgmi-diag" if _DCGMI_HEADER.search(text or "") else "gpu-burn"
+    return parse_tool(tool, text)
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    findings: list[Finding] = []
+    for key, result in parsed.items():
+        if result.get("tool") == "gpu-burn":
+            findings += _burn(result, profile)
+        elif result.get("tool") == "dcgmi-diag":
+            findings += _dcgm(result)
+        else:
+            raise ParseError(f"step {key!r}: neither gpu_burn nor dcgmi diag output")
+    return findings
+
+
+def _burn(result: dict, profile) -> list[Finding]:
+    gpus, expected = result["gpus"], profile["gpu"]["count"]
+    judged = [g for g in gpus if g["verdict"] is not None]
+    if len(judged) < expected:
+        missing = [g["index"] for g in gpus if g["verdict"] is None]
+        raise ParseError(f"gpu_burn gave a verdict for {len(judged)} of {expected} GPUs"
+                         + (f" (none for GPU {', '.join(map(str, missing))})" if missing else ""))
+    idle = [g["index"] for g in gpus if not g["gflops"]]
+    if idle:
+        raise ParseError(f"gpu_burn did no work on GPU {', '.join(map(str, idle))} (no progress or 0 Gflop/s): "
+                         "its OK verdict cannot be trusted")
+    ref = profile.reference("gpu_stress", "gflops")
+    findings = []
+    for g in gpus:
+        device = f"GPU{g['index']}"
+        verdict = expect(device, "gpu_burn_verdict", g["verdict"], "OK", "GPU_BURN_FAULTY", FAULTY)
+        if g.get("errors"):
+            verdict = dataclasses.replace(verdict, detail=f"compare errors {g['errors']} as printed")
+        findings += [verdict, measured(device, "gflops", g["gflops"], ref, "GPU_SLOW", SLOW)]
+    return findings
+
+
+def _dcgm(result: dict) -> list[Finding]:
+    findings = []
+    for test, r in result["results"].items():
+        metric = "dcgm_" + re.sub(r"[^a-z0-9]+", "_", test.lower()).strip("_")
+        detail = "; ".join(r["warnings"])
+        if r["status"] == "Fail":
+            devices = [f"GPU{g}" for g in r["failed_gpus"]] or ["node"]
+            findings += [Finding(d, metric, "Fail", False, expected="Pass", fault="DCGM_FAIL", action=DCGM,
+                                 detail=f"{test}: {detail or r['detail']}") for d in devices]
+        elif r["status"] == "Skip" and test not in OPTIONAL:
+            findings.append(Finding("node", metric, "Skip", False, expected="Pass", fault="DCGM_SKIPPED",
+                                    action=SKIPPED, detail=f"{test} was not run"))
+        else:
+            findings.append(Finding("node", metric, r["status"], True, expected="Pass", detail=detail))
+    return findings
+
+
+# DCGM user guide: -r 3 takes up to ~30 minutes on an 8-GPU node; gpu_burn adds its duration.
+CHECK = Check(id="gpu_stress", tool="gpu_burn + dcgmi diag", steps=steps, parse=parse, judge=judge,
+              needs=("gpu",), timeout_s=1800, metrics={"gflops": "Gflop/s"})

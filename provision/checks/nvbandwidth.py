@@ -1,0 +1,108 @@
+"""nvbandwidth: copy-engine bandwidth host->device per GPU and device->device per GPU pair.
+
+Tool: NVIDIA ``nvbandwidth`` (parser ``provision.parsers.nvbandwidth``, tested on the v0.1
+README layout (0.00 diagonal, no SUM) and v0.5+ (N/A diagonal, SUM lines, "Device n: name
+(bus id)" header)). One run, both testcases after one ``-t`` (boost ``multitoken``: a repeated
+``-t`` is rejected by nvbandwidth), buffer size ``-b`` in MiB from the reference params.
+Units: GB/s.
+
+Rules (profile ``references.nvbandwidth``, whose ``params.testcase`` names the testcase read):
+- ``h2d_GBps``: every GPU's cell of host_to_device_memcpy_ce (one CPU row, one column per
+  GPU), named "GPU3 00000000:5D:00"; fault H2D_SLOW.
+- ``d2d_GBps``: every off-diagonal cell of device_to_device_memcpy_read_ce, named by the copy
+  direction of the caption ("GPU(row) -> GPU(column)": "GPU2->GPU5"); the diagonal is not a
+  pair and is ignored whatever it prints (N/A, or 0.00 in old versions); fault D2D_SLOW.
+- the number of GPUs in the first judged matrix equals ``gpu.count``.
+Sources of the thresholds: each reference's ``source`` (aznhc per-SKU configs).
+A testcase missing from the output, or reported Waived, is an error (ParseError), never a pass.
+"""
+from __future__ import annotations
+
+import re
+
+from provision.checks.base import Check, Finding, Step
+from provision.errors import ParseError
+from provision.evaluate import measured
+from provision.parsers import parse_tool
+
+# metric -> (default testcase, fault, action)
+METRICS = {
+    "h2d_GBps": ("host_to_device_memcpy_ce", "H2D_SLOW",
+                 "host-to-GPU copy below reference: check the GPU's PCIe link (pcie_link), its NUMA/CPU "
+                 "affinity, IOMMU and BIOS PCIe settings; reseat the GPU if the link is downtrained"),
+    "d2d_GBps": ("device_to_device_memcpy_read_ce", "D2D_SLOW",
+                 "GPU-to-GPU copy below reference: run the nvlink check, reset the GPUs, check fabric manager "
+                 "and NVSwitch health; reseat the baseboard or RMA the GPU named in every slow pair"),
+}
+_DEVICE = re.compile(r"^Device\s+(\d+):\s*.*\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)\s*$")
+
+
+def _references(profile) -> dict:
+    """metric -> Reference, for the metrics the profile has a reference for."""
+    refs = {m: profile.reference("nvbandwidth", m) for m in METRICS}
+    return {m: ref for m, ref in refs.items() if ref is not None}
+
+
+def steps(profile, host) -> list[Step]:
+    refs = _references(profile)
+    cases = [ref.params.get("testcase", METRICS[m][0]) for m, ref in refs.items()] or [v[0] for v in METRICS.values()]
+    size = next((ref.params["buffer_size_MiB"] for ref in refs.values() if "buffer_size_MiB" in ref.params), 512)
+    return [Step("", ["nvbandwidth", "-b", str(size), "-t", *cases])]
+
+
+def parse(text: str) -> dict:
+    """The nvbandwidth parse plus ``bus_ids``: {GPU index: bus id} from the "Device n:" header."""
+    parsed = parse_tool("nvbandwidth", text)
+    parsed["bus_ids"] = {int(m.group(1)): m.group(2) for m in map(_DEVICE.match, text.splitlines()) if m}
+    return parsed
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    result, refs = parsed[""], _references(profile)
+    if not refs:
+        return [Finding(device="node", metric="nvbandwidth", value=None, ok=False, fault="NO_REFERENCE",
+                        action="add references.nvbandwidth.h2d_GBps/d2d_GBps rows to the profile")]
+    findings = []
+    for metric, ref in refs.items():
+        test = _test(result, ref.params.get("testcase", METRICS[metric][0]))
+        if not findings:
+            count = len(next(iter(test["matrix"].values())))
+            findings.append(Finding(device="node", metric="gpu_count", value=count, ok=count == profile["gpu"]["count"],
+                                    expected=profile["gpu"]["count"], fault="GPU_MISSING",
+                                    action="a GPU is not visible to CUDA: check the kernel log for Xid 79, reseat or RMA"))
+        cells = _pairs(test) if (test["caption"] or "").count("GPU(") == 2 else _per_gpu(test, result["bus_ids"])
+        findings += [_cell(device, metric, value, ref) for device, value in cells]
+    return findings
+
+
+def _test(result: dict, name: str) -> dict:
+    """The named test; raises ParseError when it did not run or was waived."""
+    test = next((t for t in result["tests"] if t["name"] == name), None)
+    if test is None or not test["matrix"]:
+        raise ParseError(f"nvbandwidth printed no {name} result" + (" (waived)" if test and test["waived"] else ""))
+    return test
+
+
+def _per_gpu(test: dict, bus_ids: dict) -> list[tuple[str, float | None]]:
+    """Host copies: one row, a cell per GPU column."""
+    row = next(iter(test["matrix"].values()))
+    return [(f"GPU{gpu}" + (f" {bus_ids[gpu]}" if gpu in bus_ids else ""), value) for gpu, value in row.items()]
+
+
+def _pairs(test: dict) -> list[tuple[str, float | None]]:
+    """GPU-GPU copies: every off-diagonal cell, named source->destination as the caption draws it."""
+    backwards = "<-" in (test["caption"] or "")
+    return [(f"GPU{col}->GPU{row}" if backwards else f"GPU{row}->GPU{col}", value)
+            for row, cells in test["matrix"].items() for col, value in cells.items() if row != col]
+
+
+def _cell(device: str, metric: str, value: float | None, ref) -> Finding:
+    _testcase, fault, action = METRICS[metric]
+    if value is None:
+        return Finding(device=device, metric=metric, value=None, ok=False, unit=ref.unit, reference=ref,
+                       fault=fault, action=action, detail="not measured (N/A)")
+    return measured(device, metric, value, ref, fault, action)
+
+
+CHECK = Check(id="nvbandwidth", tool="nvbandwidth", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+              timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"})

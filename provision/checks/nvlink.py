@@ -1,0 +1,75 @@
+"""nvlink: every GPU has all its NVLink links up at the profile's per-link speed.
+
+Tool: ``nvidia-smi nvlink -s`` (parser ``provision.parsers.smi_nvlink``, tested on the
+"GPU n: <name> (UUID: ...)" + "Link k: 25.781 GB/s | <inactive>" layout of drivers 418-550,
+including hand-elided copies). Units: GB/s per link per direction, as nvidia-smi prints it.
+
+Rules, per GPU (named "GPU<index>"; the tool prints no bus id):
+- it lists ``gpu.nvlink.links`` links and all of them are active (NVLINK_DOWN otherwise);
+- every active link runs at ``gpu.nvlink.speed_GBps`` within 0.1% (NVLINK_SPEED otherwise).
+  Per-link speeds: NVLink2 (V100) 25.781, NVLink3 (A100) 25.0, NVLink4 (H100) 26.562 GB/s as
+  nvidia-smi reports them (profile comments; samples/nvlink_status_v100_two_inactive_elided).
+- the number of GPUs listed equals ``gpu.count`` (not judged for hand-elided text).
+A profile without NVLink (``gpu.nvlink`` missing or ``links: 0``) runs no step and returns
+one ok finding "no NVLink in profile": the engine's ``needs`` cannot express a nested
+feature yet, and nvidia-smi on a GPU without NVLink prints nothing this parser accepts.
+"""
+from __future__ import annotations
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import expect
+from provision.parsers import parse_tool
+
+SPEED_TOLERANCE = 0.001  # nvidia-smi prints 3 decimals; the profile copies that figure
+LINK_DOWN = ("NVLink link(s) down: drain, reset the GPU (nvidia-smi -r) or power-cycle the node; check "
+             "fabric manager; if it persists reseat the baseboard/NVLink bridge or RMA the GPU")
+LINK_SLOW = "NVLink link at the wrong speed: check the driver and fabric manager versions, then reset the GPU"
+
+
+def nvlink_of(profile) -> dict | None:
+    """The profile's ``gpu.nvlink`` block, None when the GPUs have no NVLink."""
+    nv = (profile.get("gpu") or {}).get("nvlink") or {}
+    return nv if nv.get("links") else None
+
+
+def steps(profile, host) -> list[Step]:
+    return [Step("", ["nvidia-smi", "nvlink", "-s"])] if nvlink_of(profile) else []
+
+
+def parse(text: str) -> dict:
+    return parse_tool("nvidia-smi-nvlink", text)
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    nv = nvlink_of(profile)
+    if nv is None:
+        return [Finding(device="node", metric="nvlink_links", value=0, ok=True, detail="no NVLink in profile")]
+    status = parsed[""]
+    findings = []
+    if not status["elided"]:
+        findings.append(expect("node", "gpu_count", len(status["gpus"]), profile["gpu"]["count"], "GPU_MISSING",
+                               "a GPU is not visible: check the kernel log for Xid 79, reseat or RMA"))
+    for gpu in status["gpus"]:
+        findings += _gpu(f"GPU{gpu['index']}", gpu["links"], nv)
+    return findings
+
+
+def _gpu(device: str, links: list[dict], nv: dict) -> list[Finding]:
+    want, speed = int(nv["links"]), float(nv["speed_GBps"])
+    down = [link["link"] for link in links if not link["active"]]
+    active = len(links) - len(down)
+    notes = ([f"inactive links {','.join(map(str, down))}"] if down else []) + \
+        ([f"{len(links)} links listed"] if len(links) != want else [])
+    findings = [Finding(device=device, metric="nvlink_active_links", value=active, expected=want,
+                        ok=active == want and len(links) == want, fault="NVLINK_DOWN", action=LINK_DOWN,
+                        detail="; ".join(notes))]
+    for link in links:
+        value = link["speed_GBps"]
+        if link["active"] and (value is None or abs(value - speed) > speed * SPEED_TOLERANCE):
+            findings.append(Finding(device=f"{device} link {link['link']}", metric="speed_GBps", value=value,
+                                    ok=False, unit="GB/s", expected=speed, fault="NVLINK_SPEED", action=LINK_SLOW))
+    return findings
+
+
+CHECK = Check(id="nvlink", tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+              timeout_s=30, metrics={"gpu_count": "", "nvlink_active_links": ""})

@@ -1,0 +1,89 @@
+"""pcie_link: every GPU and HCA trained its PCIe link at full speed and width.
+
+Tool: ``lspci -D -vv -d 10de:`` (NVIDIA) and ``lspci -D -vv -d 15b3:`` (Mellanox), one step
+each, keyed "gpu" and "hca" (pciutils 3.x; parser ``provision.parsers.lspci``, tested on
+pciutils 3.7-3.10 ``-vv``/``-vvv`` blocks and bare LnkCap/LnkSta lines). Needs root: without
+it lspci prints no Express capability and the parse fails (error, never a pass).
+Units: link speed in GT/s per lane, width in lanes.
+
+Rules, per device named by its BDF (``0000:19:00.0``):
+- LnkSta speed and width equal LnkCap and the profile's ``gpu.pcie``/``hca.pcie`` gen and
+  width (PCI-SIG base specifications: Gen1 2.5, Gen2 5, Gen3 8, Gen4 16, Gen5 32, Gen6 64
+  GT/s). A status off that is PCIE_DOWNTRAINED; a capability off it is PCIE_CAPABILITY.
+- The count of GPU functions ("3D controller"/"VGA compatible controller", so NVSwitch
+  bridges and audio functions are not counted) equals ``gpu.count``; the count of HCA
+  functions of the profile's link layer ("Infiniband controller" or "Ethernet controller")
+  equals ``hca.count``, as ib_ports counts one port per function.
+Caveat: GPUs that lower their link speed at idle (GeForce/RTX, see
+samples/lspci_lnk_4090_riser_gen1) fail the speed rule at idle; H100/A100 SXM stay at
+their full generation at idle (samples/smi_q_h100x8_535_183: Current 5 of Max 5).
+"""
+from __future__ import annotations
+
+import re
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import expect
+from provision.parsers import parse_tool
+
+GTPS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+VENDORS = {"gpu": "10de:", "hca": "15b3:"}
+GPU_CLASSES = ("3D controller", "VGA compatible controller")
+HCA_CLASSES = {"InfiniBand": "Infiniband controller", "Ethernet": "Ethernet controller"}
+_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:\[]+)")
+DOWNTRAINED = ("link trained below its speed/width: reseat the card, check the riser or slot "
+               "and its cable, check the BIOS PCIe link speed setting; replace the riser if it recurs")
+CAPABILITY = "link capability differs from the profile: wrong SKU or slot, BIOS link-speed limit, or wrong profile"
+MISSING = {"gpu": ("GPU_MISSING", "a GPU is not on the PCIe bus: check the kernel log for Xid 79, reseat or RMA"),
+           "hca": ("HCA_MISSING", "an HCA is not on the PCIe bus: reseat the card, check the slot and BIOS")}
+
+
+def steps(profile, host) -> list[Step]:
+    keys = ["gpu"] + (["hca"] if (profile.get("hca") or {}).get("count") else [])
+    return [Step(key, ["lspci", "-D", "-vv", "-d", VENDORS[key]]) for key in keys]
+
+
+def parse(text: str) -> dict:
+    """The lspci parse, each device with its ``class`` from its header line (None for bare lines)."""
+    parsed = parse_tool("lspci", text)
+    classes = {}
+    for row in text.splitlines():
+        match = _HEADER.match(row)
+        if match:
+            classes[match.group(1)] = match.group(2).strip()
+    for device in parsed["devices"]:
+        device["class"] = classes.get(device["bdf"]) if device["bdf"] else None
+    return parsed
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    findings = []
+    for key, result in parsed.items():
+        part = profile["gpu"] if key == "gpu" else profile["hca"]
+        devices = [d for d in result["devices"] if d["class"] is None or d["class"] in _classes(key, part)]
+        fault, action = MISSING[key]
+        findings.append(expect("node", f"{key}_count", len(devices), part["count"], fault, action))
+        for n, device in enumerate(devices):
+            findings += _device(device["bdf"] or f"{key} #{n} (no address printed)", device, part["pcie"])
+    return findings
+
+
+def _classes(key: str, part: dict) -> tuple[str, ...]:
+    """Device classes a step judges: GPUs, or HCAs of the profile's link layer."""
+    if key == "gpu":
+        return GPU_CLASSES
+    return (HCA_CLASSES.get(part.get("link_layer", "InfiniBand"), HCA_CLASSES["InfiniBand"]),)
+
+
+def _device(name: str, device: dict, pcie: dict) -> list[Finding]:
+    speed, width = GTPS[int(pcie["gen"])], int(pcie["width"])
+    return [
+        expect(name, "lnkcap_speed_GTps", device["lnkcap_speed_GTps"], speed, "PCIE_CAPABILITY", CAPABILITY, "GT/s"),
+        expect(name, "lnkcap_width", device["lnkcap_width"], width, "PCIE_CAPABILITY", CAPABILITY, "lanes"),
+        expect(name, "lnksta_speed_GTps", device["lnksta_speed_GTps"], speed, "PCIE_DOWNTRAINED", DOWNTRAINED, "GT/s"),
+        expect(name, "lnksta_width", device["lnksta_width"], width, "PCIE_DOWNTRAINED", DOWNTRAINED, "lanes"),
+    ]
+
+
+CHECK = Check(id="pcie_link", tool="lspci", steps=steps, parse=parse, judge=judge, needs=("gpu",), timeout_s=30,
+              metrics={"gpu_count": "", "hca_count": "", "lnksta_speed_GTps": "GT/s", "lnksta_width": "lanes"})

@@ -1,0 +1,128 @@
+"""stack: the node runs the driver, CUDA toolkit, cuDNN and NCCL its profile pins.
+
+Steps, one per fact: ``driver`` = ``nvidia-smi --query-gpu=driver_version --format=csv,noheader``
+(one version per GPU line; nvidia-smi 535-570), ``cuda`` = ``/usr/local/cuda-X.Y/bin/nvcc
+--version`` ("Cuda compilation tools, release 12.4, V12.4.131"; CUDA 11.x-12.x), ``packages``
+= ``dpkg-query -W --showformat='${Package} ${Version} ${db:Status-Abbrev}\\n' PKG...``
+("libnccl2 2.21.5-1+cuda12.4 ii "; dpkg 1.16.2+ for db:Status-Abbrev). No registered
+parser covers these, so the module holds three small pure ones; ``parse`` tells them apart by
+the text (nvcc banner, bare version lines, package lines) and raises ParseError on anything
+else. Framework virtualenvs are not checked yet: profiles name no venvs to import from.
+
+Rules (the profile's ``driver.version`` and ``stack`` pins; the roles install them):
+- driver_version equals ``driver.version``.
+- nvcc's "release X.Y" equals ``stack.cuda_version``'s major.minor. nvcc's own V number is the
+  compiler's (V12.4.131 ships in toolkit 12.4.1), so it is reported, not compared.
+- cuDNN (``libcudnn<major>-cuda-<cuda major>``) and ``libnccl2``: upstream version (epoch and
+  Debian revision dropped) equals ``stack.cudnn_version`` / ``stack.nccl_version``; NCCL's
+  "+cudaX.Y" build equals ``stack.nccl_cuda_version``; status "ii" (installed: "rc" means
+  removed with its config left, and dpkg-query still prints a version for it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import expect
+from provision.errors import ParseError
+
+PIN = "installed version differs from the profile's pin: re-run `provision install` on the node"
+_NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+), V(\S+)")
+_VERSION = re.compile(r"^\d+(?:\.\d+)+$")
+_PACKAGE = re.compile(r"^([a-z0-9][a-z0-9+.-]+) (\S+)(?: (\S{2,3}))?\s*$")
+
+
+def major_minor(version: str) -> str:
+    return ".".join(str(version).split(".")[:2])
+
+
+def packages(profile) -> dict[str, str]:
+    """Debian package name -> the stack pin it must carry."""
+    stack = profile["stack"]
+    cudnn = f"libcudnn{str(stack['cudnn_version']).split('.')[0]}-cuda-{str(stack['cuda_version']).split('.')[0]}"
+    return {cudnn: str(stack["cudnn_version"]), "libnccl2": str(stack["nccl_version"])}
+
+
+def steps(profile, host) -> list[Step]:
+    cuda = major_minor(profile["stack"]["cuda_version"])
+    fmt = "${Package} ${Version} ${db:Status-Abbrev}\\n"  # dpkg-query expands the \n escape itself
+    return [Step("driver", ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
+            Step("cuda", [f"/usr/local/cuda-{cuda}/bin/nvcc", "--version"]),
+            Step("packages", ["dpkg-query", "-W", f"--showformat={fmt}", *packages(profile)])]
+
+
+def parse(text: str) -> dict:
+    """One step's output: nvcc --version, nvidia-smi driver_version lines or dpkg-query lines."""
+    if not text or not text.strip():
+        raise ParseError("the output is empty")
+    if "Cuda compiler driver" in text or "Cuda compilation tools" in text:
+        return _nvcc(text)
+    rows = [r.strip() for r in text.splitlines() if r.strip()]
+    if all(_VERSION.match(r) for r in rows):
+        return _driver(text, rows)
+    if all(_PACKAGE.match(r) for r in rows):
+        return _packages(text, rows)
+    raise ParseError(f"not nvidia-smi driver_version, nvcc --version or dpkg-query output: {rows[0][:80]!r}")
+
+
+def _driver(text: str, rows: list[str]) -> dict:
+    versions = sorted(set(rows))
+    if len(versions) > 1:
+        raise ParseError(f"nvidia-smi reported several driver versions: {', '.join(versions)}")
+    return {"tool": "nvidia-smi", "complete": text.endswith("\n"), "driver_version": versions[0],
+            "gpu_count": len(rows)}
+
+
+def _nvcc(text: str) -> dict:
+    match = _NVCC.search(text)
+    return {"tool": "nvcc", "complete": match is not None,
+            "release": match.group(1) if match else None, "version": match.group(2) if match else None}
+
+
+def _packages(text: str, rows: list[str]) -> dict:
+    found = {}
+    for row in rows:
+        name, version, status = _PACKAGE.match(row).groups()
+        found[name] = {"version": version, "status": status}
+    return {"tool": "dpkg-query", "complete": text.endswith("\n"), "packages": found}
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    judges = {"nvidia-smi": _judge_driver, "nvcc": _judge_cuda, "dpkg-query": _judge_packages}
+    findings: list[Finding] = []
+    for result in parsed.values():
+        findings += judges[result["tool"]](result, profile)
+    return findings
+
+
+def _judge_driver(result: dict, profile) -> list[Finding]:
+    return [expect("driver", "driver_version", result["driver_version"], profile["driver"]["version"],
+                   "STACK_PIN", PIN)]
+
+
+def _judge_cuda(result: dict, profile) -> list[Finding]:
+    pin = str(profile["stack"]["cuda_version"])
+    finding = expect(f"cuda-{major_minor(pin)}", "cuda_release", result["release"], major_minor(pin), "STACK_PIN", PIN)
+    return [dataclasses.replace(finding, detail=f"nvcc V{result['version']}; toolkit pin {pin}")]
+
+
+def _judge_packages(result: dict, profile) -> list[Finding]:
+    stack, found, out = profile["stack"], result["packages"], []
+    for name, pin in packages(profile).items():
+        if name not in found:
+            raise ParseError(f"dpkg-query printed no line for {name}")
+        version = found[name]["version"]
+        upstream = version.split(":", 1)[-1].rsplit("-", 1)[0]
+        out.append(expect(name, "version", upstream, pin, "STACK_PIN", PIN))
+        if found[name]["status"] is not None:
+            out.append(expect(name, "dpkg_status", found[name]["status"], "ii", "STACK_PIN", PIN))
+        if name == "libnccl2" and stack.get("nccl_cuda_version"):
+            build = re.search(r"\+cuda([\d.]+)", version)
+            out.append(expect(name, "cuda_build", build.group(1) if build else None, str(stack["nccl_cuda_version"]),
+                              "STACK_PIN", PIN))
+    return out
+
+
+CHECK = Check(id="stack", tool="nvidia-smi + nvcc + dpkg-query", steps=steps, parse=parse, judge=judge,
+              timeout_s=60, metrics={})

@@ -1,0 +1,104 @@
+"""storage: the storage network bond is aggregated as the profile says, and the checkpoint
+store takes sequential writes at its reference bandwidth.
+
+Steps: ``cat <bonding_dir>/<bond>`` (key ``bond``; the Linux bonding driver's /proc file,
+parser ``provision.parsers.bonding``, tested on driver v3.7.1 and kernel-versioned v6.1
+files with and without LACP pdu details) and ``fio`` one sequential-write job on
+``checkpoint_path`` (key ``fio``; ``--output-format=json``, parser ``provision.parsers.fio``,
+tested on fio 3.33-3.36 JSON and text). ``parse`` reads the tool from the text: a "Bonding
+Mode:" line means the bonding file, anything else is read as fio.
+
+Units: ``write_bw_MiBps`` MiB/s (summed over jobs) against ``references.storage.write_bw_MiBps``,
+whose params give rw, bs, iodepth, ioengine and size; ``speed_Mbps`` Mb/s as the driver prints it.
+
+Rules: the mode line must be the driver's name for the profile's mode (bond_mode_name() in
+drivers/net/bonding/bond_main.c: 802.3ad prints "IEEE 802.3ad Dynamic link aggregation");
+the bond holds ``storage.slaves`` slaves, each MII "up" at ``slave_speed_Mbps``; in 802.3ad
+every slave is in the active aggregator and the aggregator has every slave as a port (a
+slave outside it carries no traffic: kernel bonding.rst, "802.3ad"); fio's ``err`` must be 0
+(fio HOWTO: a non-zero err is the job's first I/O error). fio runs with ``--direct=1`` so the
+page cache does not inflate the figure and ``--unlink=1`` so no 4 GiB file is left behind.
+"""
+from __future__ import annotations
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import expect, measured
+from provision.errors import ParseError
+from provision.parsers import parse_tool
+
+# bond_mode_name() in drivers/net/bonding/bond_main.c, keyed by the mode's option name.
+MODES = {"balance-rr": "load balancing (round-robin)", "active-backup": "fault-tolerance (active-backup)",
+         "balance-xor": "load balancing (xor)", "broadcast": "fault-tolerance (broadcast)",
+         "802.3ad": "IEEE 802.3ad Dynamic link aggregation", "balance-tlb": "transmit load balancing",
+         "balance-alb": "adaptive load balancing"}
+MODE = "bond in the wrong mode: re-run `provision install` (network role) and check the switch's LACP config"
+DOWN = "storage link down or missing: check the cable/optic and the switch port, then `ip link` on the slave"
+SPEED = "slave negotiated below its rate: check the optic/cable and the switch port speed"
+AGGREGATOR = ("slave not in the active LACP aggregator (carries no traffic): check that both switch ports "
+              "are in the same port-channel/MLAG and LACP is up")
+SLOW = "checkpoint store below its reference write bandwidth: check the bond, the NFS/parallel-FS mount and the server"
+IO_ERROR = "fio hit I/O errors writing the checkpoint store: check dmesg and the mount, then the storage server"
+
+
+def steps(profile, host) -> list[Step]:
+    st = profile["storage"]
+    ref = profile.reference("storage", "write_bw_MiBps")
+    p = ref.params if ref else {}
+    fio = ["fio", "--name=checkpoint", f"--directory={st['checkpoint_path']}", f"--rw={p.get('rw', 'write')}",
+           f"--bs={p.get('bs', '1M')}", f"--iodepth={p.get('iodepth', 64)}", f"--ioengine={p.get('ioengine', 'libaio')}",
+           f"--size={p.get('size', '4G')}", "--direct=1", "--unlink=1", "--output-format=json"]
+    return [Step("bond", ["cat", f"{st['bonding_dir'].rstrip('/')}/{st['bond']}"]), Step("fio", fio)]
+
+
+def parse(text: str) -> dict:
+    """One step's output: the bonding /proc file when it has a mode line, else fio's output."""
+    tool = "bonding" if "Bonding Mode:" in (text or "") else "fio"
+    return parse_tool(tool, text)
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    findings: list[Finding] = []
+    for key, result in parsed.items():
+        if result.get("tool") == "bonding":
+            findings += _bond(result, profile["storage"])
+        elif result.get("tool") == "fio":
+            findings += _fio(result, profile)
+        else:
+            raise ParseError(f"step {key!r}: neither a bonding file nor fio output")
+    return findings
+
+
+def _bond(result: dict, st: dict) -> list[Finding]:
+    bond, slaves = st["bond"], result["slaves"]
+    out = [expect(bond, "mode", result["mode"], MODES.get(st["mode"], st["mode"]), "BOND_MODE", MODE),
+           expect(bond, "slave_count", len(slaves), st["slaves"], "BOND_SLAVE_DOWN", DOWN)]
+    active = result.get("active_aggregator_id") if st["mode"] == "802.3ad" else None
+    for s in slaves:
+        device = f"{bond} {s['name']}"
+        out.append(expect(device, "mii_status", s["mii_status"], "up", "BOND_SLAVE_DOWN", DOWN))
+        if s["mii_status"] == "up":
+            out.append(expect(device, "speed_Mbps", s["speed_Mbps"], st["slave_speed_Mbps"], "BOND_SLAVE_SPEED",
+                              SPEED, unit="Mb/s"))
+        if active is not None:
+            out.append(expect(device, "aggregator_id", s["aggregator_id"], active, "BOND_AGGREGATOR", AGGREGATOR))
+    if active is not None:
+        ports = (result.get("active_aggregator") or {}).get("ports")
+        out.append(expect(bond, "aggregator_ports", ports, st["slaves"], "BOND_AGGREGATOR", AGGREGATOR))
+    return out
+
+
+def _fio(result: dict, profile) -> list[Finding]:
+    path = profile["storage"]["checkpoint_path"]
+    written = [j["write_bw_MiBps"] for j in result["jobs"] if j.get("write_bw_MiBps") is not None]
+    if not written:
+        raise ParseError("fio reported no write bandwidth: the job wrote nothing")
+    if result.get("errors") is None:
+        raise ParseError("fio printed no error count (err=): the result cannot be trusted")
+    ref = profile.reference("storage", "write_bw_MiBps")
+    return [measured(path, "write_bw_MiBps", sum(written), ref, "STORAGE_SLOW", SLOW),
+            expect(path, "fio_errors", result["errors"], 0, "STORAGE_IO_ERROR", IO_ERROR)]
+
+
+# needs stays empty: burnin.applicable() asks a section for a ``count``, which ``storage`` has not.
+CHECK = Check(id="storage", tool="cat bonding + fio", steps=steps, parse=parse, judge=judge,
+              timeout_s=300, metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"})

@@ -1,0 +1,66 @@
+"""topology: GPU-GPU NVLink bonding and GPU-NIC PCIe affinity match the board's design.
+
+Tool: ``nvidia-smi topo -m`` (parser ``provision.parsers.smi_topo``, tested on the layouts of
+drivers 418 (mlx5_N columns, CPU Affinity), 450+ (NUMA Affinity) and 530+ (NICn columns,
+GPU NUMA ID, NIC Legend), tab-separated or expanded to spaces). Cells are link types, no units.
+
+Rules (profile ``topology``; null = not judged):
+- every GPU pair's cell equals ``topology.gpu_gpu`` ("NV18": all 18 NVLink4 links bonded through
+  NVSwitch on HGX H100). A pair is named "GPU0-GPU3"; fault TOPO_NVLINK.
+- each GPU's best NIC cell is ``topology.gpu_nearest_nic`` or closer, ranked as nvidia-smi's
+  legend orders paths: PIX < PXB < PHB < NODE < SYS (SOC is the pre-2017 name of SYS). A GPU
+  is named "GPU2"; fault TOPO_NIC_AFFINITY. Source of both rules: the DGX H100/A100 user
+  guides' system topology (profile comments).
+- the number of GPU rows equals ``gpu.count``.
+"""
+from __future__ import annotations
+
+from provision.checks.base import Check, Finding, Step
+from provision.evaluate import expect
+from provision.parsers import parse_tool
+
+PATH_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 4}
+NVLINK = ("GPU pair not bonded over all NVLinks: run the nvlink check, reset the GPUs or power-cycle the "
+          "node, check fabric manager and NVSwitch health; reseat the baseboard or RMA if it persists")
+AFFINITY = ("GPU's nearest NIC is further than designed: check that every HCA is seated in its slot "
+            "next to its GPU, BIOS PCIe/ACS settings, and that no HCA is missing (lspci, ibstat)")
+
+
+def steps(profile, host) -> list[Step]:
+    return [Step("", ["nvidia-smi", "topo", "-m"])]
+
+
+def parse(text: str) -> dict:
+    return parse_tool("nvidia-smi-topo", text)
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    topo, want = parsed[""], profile.get("topology") or {}
+    gpus = sorted((name for name in topo["matrix"] if name.startswith("GPU")), key=lambda n: int(n[3:]))
+    findings = [expect("node", "gpu_count", len(gpus), profile["gpu"]["count"], "GPU_MISSING",
+                       "a GPU is not visible: check the kernel log for Xid 79, reseat or RMA")]
+    if want.get("gpu_gpu"):
+        findings += [expect(f"{a}-{b}", "gpu_gpu", topo["matrix"][a].get(b), want["gpu_gpu"], "TOPO_NVLINK", NVLINK)
+                     for i, a in enumerate(gpus) for b in gpus[i + 1:]]
+    if want.get("gpu_nearest_nic"):
+        findings += [_nearest_nic(gpu, topo, want["gpu_nearest_nic"]) for gpu in gpus]
+    return findings
+
+
+def _nearest_nic(gpu: str, topo: dict, expected: str) -> Finding:
+    """The GPU's closest NIC against the profile's path type (that path or a closer one)."""
+    row = topo["matrix"][gpu]
+    nics = [(PATH_RANK.get(cell, len(PATH_RANK)), column, cell) for column, cell in row.items()
+            if column.startswith(("NIC", "mlx"))]
+    if not nics:
+        return Finding(device=gpu, metric="nearest_nic", value=None, ok=False, expected=f"{expected} or closer",
+                       fault="TOPO_NIC_AFFINITY", action=AFFINITY, detail="no NIC in the matrix")
+    rank, column, cell = min(nics)
+    name = topo["nic_legend"].get(column)
+    return Finding(device=gpu, metric="nearest_nic", value=cell, ok=rank <= PATH_RANK.get(expected, -1),
+                   expected=f"{expected} or closer", fault="TOPO_NIC_AFFINITY", action=AFFINITY,
+                   detail=f"via {column}" + (f" ({name})" if name else ""))
+
+
+CHECK = Check(id="topology", tool="nvidia-smi topo -m", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+              timeout_s=30, metrics={"gpu_count": ""})
