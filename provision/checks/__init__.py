@@ -9,7 +9,8 @@ import importlib
 
 from provision.checks.base import Check, Finding, Outcome, Step
 
-ORDER = ("gpu_health", "xid", "ib_ports", "ib_write_bw", "nccl_allreduce")
+ORDER = ("gpu_health", "xid", "stack", "pcie_link", "topology", "nvlink", "ib_ports", "ib_write_bw",
+         "nvbandwidth", "nccl_allreduce", "storage", "gpu_stress")
 
 
 def registry() -> dict[str, Check]:

@@ -22,7 +22,7 @@ import re
 
 from provision.checks.base import Check, Finding, Step
 from provision.errors import ParseError
-from provision.evaluate import measured
+from provision.evaluate import expect, measured
 from provision.parsers import parse_tool
 
 # metric -> (default testcase, fault, action)
@@ -62,16 +62,13 @@ def judge(parsed: dict, profile) -> list[Finding]:
     if not refs:
         return [Finding(device="node", metric="nvbandwidth", value=None, ok=False, fault="NO_REFERENCE",
                         action="add references.nvbandwidth.h2d_GBps/d2d_GBps rows to the profile")]
-    findings = []
-    for metric, ref in refs.items():
-        test = _test(result, ref.params.get("testcase", METRICS[metric][0]))
-        if not findings:
-            count = len(next(iter(test["matrix"].values())))
-            findings.append(Finding(device="node", metric="gpu_count", value=count, ok=count == profile["gpu"]["count"],
-                                    expected=profile["gpu"]["count"], fault="GPU_MISSING",
-                                    action="a GPU is not visible to CUDA: check the kernel log for Xid 79, reseat or RMA"))
+    tests = {metric: _test(result, ref.params.get("testcase", METRICS[metric][0])) for metric, ref in refs.items()}
+    columns = len(next(iter(next(iter(tests.values()))["matrix"].values())))
+    findings = [expect("node", "gpu_count", columns, profile["gpu"]["count"], "GPU_MISSING",
+                       "a GPU is not visible to CUDA: check the kernel log for Xid 79, reseat or RMA")]
+    for metric, test in tests.items():
         cells = _pairs(test) if (test["caption"] or "").count("GPU(") == 2 else _per_gpu(test, result["bus_ids"])
-        findings += [_cell(device, metric, value, ref) for device, value in cells]
+        findings += [_cell(device, metric, value, refs[metric]) for device, value in cells]
     return findings
 
 

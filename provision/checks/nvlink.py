@@ -10,9 +10,8 @@ Rules, per GPU (named "GPU<index>"; the tool prints no bus id):
   Per-link speeds: NVLink2 (V100) 25.781, NVLink3 (A100) 25.0, NVLink4 (H100) 26.562 GB/s as
   nvidia-smi reports them (profile comments; samples/nvlink_status_v100_two_inactive_elided).
 - the number of GPUs listed equals ``gpu.count`` (not judged for hand-elided text).
-A profile without NVLink (``gpu.nvlink`` missing or ``links: 0``) runs no step and returns
-one ok finding "no NVLink in profile": the engine's ``needs`` cannot express a nested
-feature yet, and nvidia-smi on a GPU without NVLink prints nothing this parser accepts.
+A profile without NVLink (``gpu.nvlink`` missing or ``links: 0``) is skipped by the engine
+(``needs=("gpu", "nvlink")``).
 """
 from __future__ import annotations
 
@@ -33,7 +32,7 @@ def nvlink_of(profile) -> dict | None:
 
 
 def steps(profile, host) -> list[Step]:
-    return [Step("", ["nvidia-smi", "nvlink", "-s"])] if nvlink_of(profile) else []
+    return [Step("", ["nvidia-smi", "nvlink", "-s"])]
 
 
 def parse(text: str) -> dict:
@@ -41,9 +40,7 @@ def parse(text: str) -> dict:
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
-    nv = nvlink_of(profile)
-    if nv is None:
-        return [Finding(device="node", metric="nvlink_links", value=0, ok=True, detail="no NVLink in profile")]
+    nv = nvlink_of(profile) or {"links": 0, "speed_GBps": 0}
     status = parsed[""]
     findings = []
     if not status["elided"]:
@@ -71,5 +68,5 @@ def _gpu(device: str, links: list[dict], nv: dict) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="nvlink", tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+CHECK = Check(id="nvlink", tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu", "nvlink"),
               timeout_s=30, metrics={"gpu_count": "", "nvlink_active_links": ""})

@@ -7,6 +7,7 @@ so that the rack is an ordinary Ansible inventory with host key checking on.
 """
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 import os
@@ -29,6 +30,7 @@ INIT_SCRIPT = Path(__file__).with_name("node-init.sh")
 TOOLS_DIR = Path(__file__).with_name("tools")
 DEFAULT_ADDRESS_BASE = "127.0.1.10"
 SSH_READY_TIMEOUT_S = 15.0
+SIM_BONDING_DIR = "/var/lib/provision-sim/net/bonding"  # stands in for /proc/net/bonding
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,19 @@ def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, cl
     (upper / "etc/provision-sim").mkdir(parents=True, exist_ok=True)
     (upper / "etc/provision-sim/hardware.yaml").write_text(hwmodel.dump(model))
     _install_hardware_tools(upper)
+    write_kernel_views(upper, model)
     return host_pub
+
+
+def write_kernel_views(root: Path, model: dict) -> None:
+    """Files the kernel would show under /proc, written where the sim site reads them
+    (``provision_bonding_dir`` in inventory/sim/group_vars): the bond status from the model."""
+    bonding = _tool_module("bonding")
+    bond = (model.get("storage") or {}).get("bond")
+    if bond:
+        folder = root / SIM_BONDING_DIR.lstrip("/")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / bond["name"]).write_text(bonding.render(model, bond["name"]))
 
 
 def _install_hardware_tools(upper: Path) -> None:
@@ -169,6 +183,15 @@ def _install_hardware_tools(upper: Path) -> None:
         if src.is_file():
             shutil.copy(src, bindir / command)
             (bindir / command).chmod(0o755)
+
+
+def _tool_module(name: str):
+    """Import a simulated tool's module from provision/sim/tools (not a package: the tools run
+    as scripts inside the nodes)."""
+    spec = importlib.util.spec_from_file_location(f"provision_sim_tool_{name}", TOOLS_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path) -> SimNode:

@@ -25,7 +25,8 @@ HERE = Path(__file__).parent
 REPO_SUBDIR = "compute/cuda/repos/debian12/x86_64"
 KEY_NAME = "provision-sim.pub"
 # Hardware and kernel views, copied straight into each node (not packaged): tool -> command.
-HARDWARE_TOOLS = {"dmesg": "dmesg", "lspci": "lspci"}
+# fio stands for the node's storage path (the checkpoint store and its bond), which is simulated too.
+HARDWARE_TOOLS = {"dmesg": "dmesg", "lspci": "lspci", "fio": "fio"}
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), keep_trailing_newline=True,
                           undefined=jinja2.StrictUndefined, autoescape=False)
 

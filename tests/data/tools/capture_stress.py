@@ -93,7 +93,10 @@ def run(argv: list[str], model: dict, state: dict) -> str:
         hw, drv = Path(tmp) / "hw.yaml", Path(tmp) / "driver.json"
         hw.write_text(yaml.safe_dump(model))
         drv.write_text(json.dumps(state["driver"]))
-        env = dict(os.environ, PROVISION_SIM_HW=str(hw), PROVISION_SIM_DRIVER=str(drv), PROVISION_SIM_ADDR="127.0.0.1")
+        pid = Path(tmp) / "persistenced.pid"  # a live pid: nvidia-persistenced runs on an installed node
+        pid.write_text(str(os.getpid()))
+        env = dict(os.environ, PROVISION_SIM_HW=str(hw), PROVISION_SIM_DRIVER=str(drv), PROVISION_SIM_ADDR="127.0.0.1",
+                   PROVISION_SIM_PERSISTENCED_PID=str(pid))
         if name == "cat":
             script, args = TOOLS / "bonding.py", [Path(argv[1]).name]
         elif name == "nvcc":

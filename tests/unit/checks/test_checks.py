@@ -49,9 +49,13 @@ def test_capture_is_judged(check_id, capture, key, outcome, text):
     assert text in result.message
 
 
-def test_every_check_has_healthy_degraded_and_truncated_cases():
+def test_every_registered_check_has_passing_and_failing_captures():
+    from tests.unit.checks import test_catalogue_links, test_catalogue_node
+
+    every = ([(c[0], c[3]) for c in CASES + test_catalogue_links.CASES]
+             + [(c[0].CHECK.id, c[4]) for c in test_catalogue_node.CASES])
     for check_id in ORDER:
-        outcomes = {c[3] for c in CASES if c[0] == check_id}
+        outcomes = {outcome for cid, outcome in every if cid == check_id}
         assert Outcome.PASS in outcomes and Outcome.FAIL in outcomes, check_id
 
 
