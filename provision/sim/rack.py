@@ -254,5 +254,5 @@ def _write_inventory(inventory_dir: Path, nodes: list[SimNode], profile: str, re
         },
         "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address} for n in nodes}}},
     }}
-    header = "# Written by `provision sim up`: the simulated rack now running. Do not edit.\n"
+    header = "---\n# Written by `provision sim up`: the simulated rack now running. Do not edit.\n"
     (inventory_dir / "hosts.yml").write_text(header + yaml.safe_dump(data, sort_keys=False))
