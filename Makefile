@@ -54,5 +54,5 @@ lint: setup ## ansible-lint (production profile) and yamllint
 	$(VENV)/bin/yamllint -s .
 	$(VENV)/bin/ansible-lint
 
-test: setup ## Run the tests (unit and the simulated-rack integration test)
+test: setup lint ## Lint, then run the tests (unit and the simulated-rack integration test)
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
