@@ -101,16 +101,17 @@ def _run_check(session: Session, host: Host, profile, check: Check, raw_dir: Pat
     if not applicable(check, profile):
         return CheckResult(host.name, check.id, Outcome.SKIPPED, f"not applicable to profile {profile.name}")
     started, texts, raw, problems = time.monotonic(), {}, [], []
+    timeout_s = float((host.vars.get("provision_check_timeouts") or {}).get(check.id, check.timeout_s))
     steps = check.steps(profile, host)
     for step in steps:
-        result = _run_step(session, step, check.timeout_s)
+        result = _run_step(session, step, timeout_s)
         name = f"{check.id}.{step.key}.txt" if len(steps) > 1 else f"{check.id}.txt"
         (raw_dir / name).write_text(result.stdout)
         raw.append(f"raw/{host.name}/{name}")
         if result.stderr.strip():
             (raw_dir / name.replace(".txt", ".stderr")).write_text(result.stderr)
         texts[step.key] = result.stdout
-        problem = _run_problem(result, check)
+        problem = _run_problem(result, timeout_s)
         if problem:
             problems.append(f"{step.key + ': ' if step.key else ''}{problem}")
     if problems:
@@ -132,10 +133,10 @@ def _run_step(session: Session, step, timeout_s: float) -> CommandResult:
     return result
 
 
-def _run_problem(result: CommandResult, check: Check) -> str:
+def _run_problem(result: CommandResult, timeout_s: float) -> str:
     """Why a step's run cannot be judged ('' when it can)."""
     if result.timed_out:
-        return f"{result.argv[0]} timed out after {check.timeout_s:.0f} s (hung tool?)"
+        return f"{result.argv[0]} timed out after {timeout_s:.0f} s (hung tool?)"
     if result.rc == 127:
         return f"{result.argv[0]} is not installed (exit 127)"
     if result.rc != 0:
@@ -155,6 +156,10 @@ def judge(host: str, check: Check, profile, texts: dict[str, str]) -> CheckResul
         findings = check.judge(parsed, profile)
     except ParseError as exc:
         return CheckResult(host, check.id, Outcome.ERROR, f"could not parse {check.tool} output: {exc}")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # A judge that trips over data it did not expect could not judge: an error, never a pass.
+        return CheckResult(host, check.id, Outcome.ERROR,
+                           f"could not judge {check.tool} output ({type(exc).__name__}: {exc}); see the raw output")
     failing = [f for f in findings if not f.ok]
     if failing:
         message = "; ".join(describe(f) for f in failing)

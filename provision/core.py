@@ -7,6 +7,7 @@ an interruption loses nothing already gathered.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from pathlib import Path
 
@@ -34,12 +35,17 @@ def ensure_sim(path: Path, progress=print) -> None:
 def job(inventory_arg: str, phases: tuple[str, ...], limit: list[str] | None = None, tags: str | None = None,
         only_checks: list[str] | None = None, run_id: str | None = None, progress=print) -> ExitStatus:
     """Run ``phases`` (install, burnin) against an inventory. Returns the exit status."""
+    if only_checks is not None and not only_checks:
+        raise ProvisionError("--checks: name at least one check")
     unknown = sorted(set(only_checks or ()) - set(CHECK_ORDER))
     if unknown:
         raise ProvisionError(f"--checks: unknown check {', '.join(unknown)} (known: {', '.join(CHECK_ORDER)})")
     path = inv.resolve(inventory_arg)
     ensure_sim(path, progress)
     inventory = inv.load(path)
+    unknown_hosts = sorted(set(limit or ()) - {h.name for h in inventory.hosts})
+    if unknown_hosts:
+        raise ProvisionError(f"{path}: --limit names hosts not in the inventory: {', '.join(unknown_hosts)}")
     hosts = [h for h in inventory.hosts if not limit or h.name in limit]
     run_dir = _new_run_dir(run_id)
     rep = {"run_id": run_dir.name, "inventory": str(path), "phases": list(phases),
@@ -70,7 +76,7 @@ def evaluate(run_arg: str, profile_name: str | None = None, inventory_arg: str |
              progress=print) -> ExitStatus:
     """Judge a run's saved raw outputs again (new profile, thresholds or site overrides), touching
     no node; rewrite its report.json and JUnit. Raises ProvisionError for a bad run folder."""
-    run_dir = Path(run_arg) if Path(run_arg).is_dir() else paths.RUNS / run_arg
+    run_dir = (Path(run_arg) if Path(run_arg).is_dir() else paths.RUNS / run_arg).resolve()
     try:
         rep = report.load(run_dir)
     except (OSError, ValueError) as exc:
@@ -81,7 +87,7 @@ def evaluate(run_arg: str, profile_name: str | None = None, inventory_arg: str |
                 rep["profiles"][host.name]["overrides"] = host.vars.get("provision_reference_overrides")
     rep["burnin"] = rejudge.run(run_dir, rep, profile_name)
     rep["evaluated"] = {"at": _now(), "profile": profile_name, "inventory": inventory_arg}
-    report.write(run_dir, rep)
+    report.write(run_dir, rep, latest=False)
     junit.write(run_dir, rep)
     progress(summary.render(rep))
     return ExitStatus.OK if all(v == "pass" for v in rep["hosts"].values()) else ExitStatus.NODE_FAILED
@@ -109,6 +115,8 @@ def _install(path: Path, hosts, run_dir: Path, rep: dict, tags, progress) -> lis
 
 
 def _new_run_dir(run_id: str | None) -> Path:
+    if run_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", run_id):
+        raise ProvisionError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' (a folder name under runs/)")
     run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = paths.RUNS / run_id
     n = 1

@@ -1,12 +1,13 @@
 """Where things are: the project root, run results, and tools in this virtualenv."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "runs"
+RUNS = Path(os.environ.get("PROVISION_RUNS_DIR", ROOT / "runs"))  # tests point it elsewhere
 PLAYBOOKS = ROOT / "playbooks"
 
 

@@ -10,40 +10,57 @@ from __future__ import annotations
 from pathlib import Path
 
 from provision import profiles
-from provision.burnin import judge
+from provision.burnin import applicable, judge
 from provision.checks import registry
 from provision.errors import ProvisionError
 
 
 def run(run_dir: Path, rep: dict, profile_name: str | None) -> dict[str, list[dict]]:
-    """New burn-in section for ``rep``. Raises ProvisionError if raw output is missing."""
+    """New burn-in section for ``rep``. Raises ProvisionError if the report is malformed or raw
+    output is missing."""
+    burnin = rep.get("burnin")
+    if not isinstance(burnin, dict) or not burnin:
+        raise ProvisionError(f"{run_dir}/report.json: no burn-in results to evaluate")
     checks, out = registry(), {}
-    for host, rows in rep.get("burnin", {}).items():
+    for host, rows in burnin.items():
         profile = _profile(rep, host, profile_name)
-        out[host] = [_row(run_dir, host, row, checks, profile) for row in rows]
+        if not isinstance(rows, list):
+            raise ProvisionError(f"{run_dir}/report.json: burnin.{host}: not a list of check results")
+        try:
+            out[host] = [_row(run_dir, host, row, checks, profile) for row in rows]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ProvisionError(f"{run_dir}/report.json: burnin.{host}: malformed row ({type(exc).__name__}: {exc})") from None
     return out
 
 
 def _profile(rep: dict, host: str, profile_name: str | None) -> profiles.Profile:
-    saved = rep.get("profiles", {}).get(host)
-    if saved is None and profile_name is None:
-        raise ProvisionError(f"report.json: host {host}: no profile recorded; pass --profile")
-    profile = profiles.load(profile_name or saved["name"])
-    return profile.with_overrides((saved or {}).get("overrides"), f"host {host}")
+    saved = (rep.get("profiles") or {}).get(host)
+    if not isinstance(saved, dict) and profile_name is None:
+        raise ProvisionError(f"report.json: profiles.{host}: no profile recorded; pass --profile")
+    saved = saved if isinstance(saved, dict) else {}
+    profile = profiles.load(str(profile_name or saved.get("name")))
+    return profile.with_overrides(saved.get("overrides"), f"report.json: host {host}")
 
 
 def _row(run_dir: Path, host: str, row: dict, checks: dict, profile) -> dict:
+    check = checks.get(row["check"])
+    if check is None:
+        raise ProvisionError(f"report.json: burnin.{host}: unknown check {row['check']!r}")
+    if not applicable(check, profile):
+        return {**row, "outcome": "skipped", "message": f"not applicable to profile {profile.name}", "findings": []}
     if row["outcome"] == "skipped" or row.get("run_error") or not row.get("raw"):
         return row
     texts = {}
     for rel in row["raw"]:
-        path = run_dir / rel
+        path = (run_dir / rel).resolve()
+        if run_dir.resolve() not in path.parents:
+            raise ProvisionError(f"report.json: burnin.{host}.{row['check']}: raw path {rel!r} is outside the run")
         if not path.is_file():
             raise ProvisionError(f"{path}: raw output named in report.json is missing")
         stem = path.name[: -len(".txt")]
         key = stem[len(row["check"]) + 1:] if stem != row["check"] else ""
-        texts[key] = path.read_text()
-    result = judge(host, checks[row["check"]], profile, texts).to_dict()
+        texts[key] = path.read_text(errors="replace")
+    result = judge(host, check, profile, texts).to_dict()
     result.pop("host")
     result.update(duration_s=row.get("duration_s", 0.0), raw=row["raw"])
     return result

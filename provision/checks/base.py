@@ -13,6 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Callable
 
+from provision.errors import ParseError
 from provision.profiles import Profile, Reference
 
 
@@ -68,3 +69,12 @@ class Check:
     scope: str = "node"
     timeout_s: float = 120.0
     metrics: dict[str, str] = field(default_factory=dict)
+
+
+def require_tools(parsed: dict, expected: dict[str, str]) -> None:
+    """Raise ParseError unless each step's output (key -> parse result) is the output of the tool
+    ``expected`` names for that step: a multi-step check must not pass on another step's text."""
+    for key, result in parsed.items():
+        got = (result or {}).get("tool")
+        if key not in expected or got != expected[key]:
+            raise ParseError(f"step {key!r}: expected {expected.get(key, 'no such step')} output, got {got or 'nothing'}")

@@ -38,6 +38,10 @@ def judge(parsed: dict, profile) -> list[Finding]:
         expect("node", "driver_version", smi["driver_version"], profile["driver"]["version"], "DRIVER_PIN",
                "re-run `provision install` on this node to install the pinned driver"),
     ]
+    seen = {g["bus_id"].upper() for g in smi["gpus"]}
+    findings += [Finding(device=f"GPU {bus}", metric="present", value=False, ok=False, expected=True,
+                         fault="GPU_MISSING", action="GPU not enumerated: check the kernel log (Xid 79), reseat or RMA")
+                 for bus in gpu.get("bus_ids") or [] if bus.upper() not in seen]
     for index, g in enumerate(smi["gpus"]):
         findings += _gpu(f"GPU{index} {g['bus_id']}", g, profile)
     return findings

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Finding, Step, require_tools
 from provision.evaluate import expect, measured
 from provision.errors import ParseError
 from provision.parsers import parse_tool
@@ -48,6 +48,9 @@ SLOW = ("GPU below its reference under load: check clocks and throttle reasons "
 DCGM = "DCGM failed this test: read its warning, drain the node, rerun dcgmi diag -r 3 -v and RMA if it repeats"
 SKIPPED = ("DCGM did not run this test, so its result is unknown: rerun dcgmi diag -r 3 -v and read "
            "nv-hostengine's log for why (missing plugin, GPUs busy, power limits not readable)")
+
+
+STEP_TOOLS = {"gpu_burn": "gpu-burn", "dcgmi": "dcgmi-diag"}  # step -> its tool
 
 
 def steps(profile, host) -> list[Step]:
@@ -69,6 +72,7 @@ def parse(text: str) -> dict:
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
+    require_tools(parsed, STEP_TOOLS)
     findings: list[Finding] = []
     for key, result in parsed.items():
         if result.get("tool") == "gpu-burn":

@@ -39,6 +39,8 @@ def judge(parsed: dict, profile) -> list[Finding]:
     busbw = result["busbw_at_max_size_GBps"]["out_of_place"]
     ref = profile.reference("nccl_allreduce", "busbw_GBps")
     return [
+        expect(device, "nranks", result.get("nranks"), profile["gpu"]["count"], "NCCL_RANKS",
+               "all_reduce_perf did not use every GPU: check nvidia-smi for a missing GPU"),
         measured(device, "busbw_GBps", busbw, ref, "NCCL_SLOW", SLOW),
         expect(device, "wrong", result["wrong"], 0, "NCCL_WRONG", "wrong results: drain the node, run gpu_stress and dcgmi diag -r 3"),
         expect(device, "out_of_bounds_failed", bool(result.get("out_of_bounds_failed")), False, "NCCL_OOB",

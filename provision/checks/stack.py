@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Finding, Step, require_tools
 from provision.evaluate import expect
 from provision.errors import ParseError
 
@@ -42,6 +42,9 @@ def packages(profile) -> dict[str, str]:
     stack = profile["stack"]
     cudnn = f"libcudnn{str(stack['cudnn_version']).split('.')[0]}-cuda-{str(stack['cuda_version']).split('.')[0]}"
     return {cudnn: str(stack["cudnn_version"]), "libnccl2": str(stack["nccl_version"])}
+
+
+STEP_TOOLS = {"driver": "nvidia-smi", "cuda": "nvcc", "packages": "dpkg-query"}  # step -> its tool
 
 
 def steps(profile, host) -> list[Step]:
@@ -89,6 +92,7 @@ def _packages(text: str, rows: list[str]) -> dict:
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
+    require_tools(parsed, STEP_TOOLS)
     judges = {"nvidia-smi": _judge_driver, "nvcc": _judge_cuda, "dpkg-query": _judge_packages}
     findings: list[Finding] = []
     for result in parsed.values():

@@ -21,7 +21,7 @@ page cache does not inflate the figure and ``--unlink=1`` so no 4 GiB file is le
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Finding, Step, require_tools
 from provision.evaluate import expect, measured
 from provision.errors import ParseError
 from provision.parsers import parse_tool
@@ -38,6 +38,9 @@ AGGREGATOR = ("slave not in the active LACP aggregator (carries no traffic): che
               "are in the same port-channel/MLAG and LACP is up")
 SLOW = "checkpoint store below its reference write bandwidth: check the bond, the NFS/parallel-FS mount and the server"
 IO_ERROR = "fio hit I/O errors writing the checkpoint store: check dmesg and the mount, then the storage server"
+
+
+STEP_TOOLS = {"bond": "bonding", "fio": "fio"}  # step -> its tool
 
 
 def steps(profile, host) -> list[Step]:
@@ -63,6 +66,7 @@ def parse(text: str) -> dict:
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
+    require_tools(parsed, STEP_TOOLS)
     findings: list[Finding] = []
     for key, result in parsed.items():
         if result.get("tool") == "bonding":

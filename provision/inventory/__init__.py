@@ -89,9 +89,15 @@ def _host(path: Path, name: str, hv: dict) -> Host:
         profiles.load(str(profile))
     except ProfileError as exc:
         raise InventoryError(f"{where}: field 'provision_profile': {exc}") from None
+    if not isinstance(address, str):
+        raise InventoryError(f"{where}: field 'ansible_host' must be a host name or address, got {address!r}")
     port = hv.get("ansible_port", 22)
-    if not str(port).isdigit():
-        raise InventoryError(f"{where}: field 'ansible_port' is not a port number: {port!r}")
+    if not str(port).isascii() or not str(port).isdigit() or not 1 <= int(port) <= 65535:
+        raise InventoryError(f"{where}: field 'ansible_port' is not a port number (1-65535): {port!r}")
+    try:
+        profiles.load(str(profile)).with_overrides(hv.get("provision_reference_overrides"), f"host {name}")
+    except ProfileError as exc:
+        raise InventoryError(f"{_source_file(path, name)}: {exc}") from None
     return Host(name=name, address=str(address), port=int(port), user=str(hv.get("ansible_user", "root")),
                 key_file=hv.get("ansible_ssh_private_key_file"), known_hosts_file=hv.get("provision_known_hosts_file"),
                 profile=str(profile), vars=hv)

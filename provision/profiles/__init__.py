@@ -67,6 +67,10 @@ class Profile:
         """A copy with a site's reference overrides ({check: {metric: {key: value}}}) merged in."""
         if not overrides:
             return self
+        where = f"{origin}: provision_reference_overrides"
+        if not isinstance(overrides, dict) or not all(isinstance(m, dict) for m in overrides.values()):
+            raise ProfileError(f"{where}: must map check -> metric -> fields, e.g. "
+                               "{ib_write_bw: {bw_avg_Gbps: {value: 360}}}")
         data = copy.deepcopy(self.data)
         for check, metrics in overrides.items():
             for metric, fields in (metrics or {}).items():

@@ -43,17 +43,17 @@ def burnin_section(results: list[CheckResult]) -> dict[str, list[dict]]:
     return section
 
 
-def write(run_dir: Path, report: dict) -> Path:
-    """Write report.json (atomically) and point ``runs/latest`` at this run."""
+def write(run_dir: Path, report: dict, latest: bool = True) -> Path:
+    """Write report.json (atomically) and, unless ``latest`` is False, point ``runs/latest`` here."""
     report["hosts"] = host_verdicts(report)
     path = run_dir / "report.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(report, indent=1, default=str) + "\n")
     tmp.replace(path)
-    latest = run_dir.parent / "latest"
-    if latest.is_symlink() or not latest.exists():
-        latest.unlink(missing_ok=True)
-        os.symlink(run_dir.name, latest)
+    link = run_dir.parent / "latest"
+    if latest and (link.is_symlink() or not link.exists()):
+        link.unlink(missing_ok=True)
+        os.symlink(run_dir.name, link)
     return path
 
 

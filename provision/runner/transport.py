@@ -45,6 +45,8 @@ class Session:
             self.client.load_host_keys(known)
         except OSError as exc:
             raise CommandError(f"host {host.name}: cannot read known_hosts {known}: {exc.strerror}") from None
+        except paramiko.SSHException as exc:
+            raise CommandError(f"host {host.name}: known_hosts {known} is not a known_hosts file: {exc}") from None
         self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
 
     def __enter__(self) -> "Session":

@@ -45,6 +45,12 @@ def _pick(lo: float, hi: float, *parts: object) -> float:
     return lo + (hi - lo) * frac
 
 
+def _bus_id(profile: dict, index: int) -> str:
+    """A GPU's bus id: the profile's board layout (``gpu.bus_ids``) when it gives one."""
+    fixed = profile["gpu"].get("bus_ids") or []
+    return fixed[index] if index < len(fixed) else f"00000000:{_bus(index, GPU_BUSES):02X}:00.0"
+
+
 def _bus(index: int, table: tuple[int, ...]) -> int:
     """PCIe bus number of device ``index``; beyond the DGX table, spread over the bus space."""
     return table[index] if index < len(table) else (0x10 + index * 0x0E) % 0xF0
@@ -90,7 +96,7 @@ def _gpu(profile: dict, hostname: str, index: int) -> dict:
     serial = str(int.from_bytes(_digest(hostname, "gpu-serial", index)[:8], "big"))[-13:].rjust(13, "0")
     return {
         "index": index, "model": gpu["model"],
-        "bus_id": f"00000000:{_bus(index, GPU_BUSES):02X}:00.0",
+        "bus_id": _bus_id(profile, index),
         "serial": serial, "uuid": f"GPU-{uuid.UUID(bytes=_digest(hostname, 'gpu', index)[:16])}",
         "memory_total_MiB": int(gpu["memory_total_MiB"]), "memory_used_MiB": 0,
         "power_cap_W": float(gpu["power_cap_W"]),

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from provision import profiles
-from provision.errors import RunnerError
+from provision.errors import ProvisionError, RunnerError
 from provision.sim import base as sim_base
 from provision.sim import hwmodel, keys, repo
 
@@ -62,8 +62,12 @@ def load_nodes(inventory_dir: Path) -> list[SimNode]:
     state = state_dir(inventory_dir) / "rack.json"
     if not state.is_file():
         return []
-    data = json.loads(state.read_text())
-    return [SimNode(n["name"], n["address"], n["pid"]) for n in data["nodes"]]
+    try:
+        data = json.loads(state.read_text())
+        return [SimNode(n["name"], n["address"], int(n["pid"])) for n in data["nodes"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ProvisionError(f"{state}: corrupt rack state ({type(exc).__name__}); stop the nodes by hand "
+                             "and delete the .sim folder") from None
 
 
 def is_up(inventory_dir: Path) -> bool:
@@ -76,18 +80,19 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
     """Start ``nodes`` simulated nodes of ``profile_name``; write hosts.yml. Raises RunnerError."""
     if os.geteuid() != 0:
         raise RunnerError("the simulated rack needs root (namespaces, overlay mounts)")
+    if inventory_dir.exists() and not inventory_dir.is_dir():
+        raise ProvisionError(f"--inventory {inventory_dir}: not a folder")
     if is_up(inventory_dir):
-        log(f"sim: rack already running in {inventory_dir}")
+        log(f"sim: rack already running in {inventory_dir} (`provision sim down` first to change it)")
         return load_nodes(inventory_dir)
     down(inventory_dir, log=lambda *_: None)
+    addresses = _addresses(address_base, nodes)
     profile = profiles.load(profile_name)
     lower = sim_base.ensure_base(log)
     sdir = state_dir(inventory_dir)
     sdir.mkdir(parents=True, exist_ok=True)
     client_pub = keys.write_ed25519(sdir / "id_ed25519", "provision-controller")
     names = [f"node{i + 1:02d}" for i in range(nodes)]
-    first = ipaddress.IPv4Address(address_base)
-    addresses = [str(first + i) for i in range(nodes)]
     repo_url = repo.serve(sdir / "repo", log)
     known, started = [], []
     for index, (name, address) in enumerate(zip(names, addresses)):
@@ -102,9 +107,26 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
     for node in started:
         _wait_ssh(node)
     _write_inventory(inventory_dir, started, profile.name, repo_url)
-    log(f"sim: {len(started)} nodes of {profile.name} up ({addresses[0]}..{addresses[-1]}), "
+    log(f"sim: {len(started)} node{'s' if len(started) > 1 else ''} of {profile.name} up ({addresses[0]}..{addresses[-1]}), "
         f"package repository at {repo_url}")
     return started
+
+
+def _addresses(address_base: str, nodes: int) -> list[str]:
+    """``nodes`` consecutive free loopback addresses from ``address_base``. Raises ProvisionError."""
+    try:
+        first = ipaddress.IPv4Address(address_base)
+    except ValueError:
+        raise ProvisionError(f"--address-base {address_base!r}: not an IPv4 address") from None
+    last = int(first) + nodes - 1
+    if first not in ipaddress.IPv4Network("127.0.0.0/8") or last > int(ipaddress.IPv4Address("127.255.255.254")):
+        raise ProvisionError(f"--address-base {address_base}: the rack needs {nodes} loopback addresses in 127.0.0.0/8")
+    addresses = [str(first + i) for i in range(nodes)]
+    taken = [a for a in addresses if _port_open(a)]
+    if taken:
+        raise ProvisionError(f"--address-base {address_base}: something already listens on {taken[0]}:22 "
+                             "(another rack?); choose another --address-base")
+    return addresses
 
 
 def down(inventory_dir: Path, log=print) -> int:
@@ -153,6 +175,7 @@ def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, cl
     model = hwmodel.build(profile.data, name, index)
     (upper / "etc/provision-sim").mkdir(parents=True, exist_ok=True)
     (upper / "etc/provision-sim/hardware.yaml").write_text(hwmodel.dump(model))
+    (upper.parent / "hardware.healthy.yaml").write_text(hwmodel.dump(model))  # for `sim heal`
     _install_hardware_tools(upper)
     write_kernel_views(upper, model)
     return host_pub

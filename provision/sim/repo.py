@@ -118,7 +118,10 @@ def serve(repo_dir: Path, log=print) -> str:
 
 
 def stop(repo_dir: Path) -> None:
-    """Stop the repository's HTTP server if it runs."""
+    """Stop the repository's HTTP server and the gpg-agent that signing started."""
+    if (repo_dir / "gnupg").is_dir():
+        subprocess.run(["gpgconf", "--homedir", str(repo_dir / "gnupg"), "--kill", "gpg-agent"],
+                       capture_output=True, check=False)
     pidfile = repo_dir / "http.pid"
     if pidfile.is_file():
         try:

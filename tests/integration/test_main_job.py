@@ -18,6 +18,7 @@ import yaml
 from provision import paths
 from provision.checks import ORDER
 from provision.sim import rack
+from tests.conftest import free_address_base
 
 pytestmark = pytest.mark.integration
 ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "framework_venv", "burnin_tools"}
@@ -34,7 +35,7 @@ def provision(*args, timeout=1500):
 def sim_rack(tmp_path_factory):
     inv = tmp_path_factory.mktemp("rack")
     shutil.copytree(paths.ROOT / "inventory/sim/group_vars", inv / "group_vars")
-    up = provision("sim", "up", "--nodes", "3", "--inventory", str(inv), "--address-base", "127.0.3.10")
+    up = provision("sim", "up", "--nodes", "3", "--inventory", str(inv), "--address-base", free_address_base(3))
     assert up.returncode == 0, up.stderr
     yield inv
     provision("sim", "down", "--inventory", str(inv))

@@ -48,11 +48,21 @@ def noise_pct(model: dict) -> float:
     return float(model.get("noise_pct", 0.0))
 
 
-def driver() -> dict | None:
-    """``{"version", "cuda_version"}`` of the installed driver, None when not installed.
+def driver(model: dict | None = None) -> dict | None:
+    """``{"version", "cuda_version"}`` of the loaded driver, None when not installed.
 
-    Path: env ``PROVISION_SIM_DRIVER`` or ``/usr/lib/provision-sim/nvidia-driver.json``.
+    Normally the installed package's file (env ``PROVISION_SIM_DRIVER`` or
+    ``/usr/lib/provision-sim/nvidia-driver.json``). The model's ``faults.loaded_driver`` wins:
+    an older kernel module still loaded because the node was not rebooted after an upgrade.
     """
+    if model is None:
+        try:
+            model = load()
+        except OSError:
+            model = {}
+    loaded = faults(model).get("loaded_driver")
+    if loaded:
+        return loaded
     path = os.environ.get("PROVISION_SIM_DRIVER", DRIVER_PATH)
     try:
         with open(path, encoding="utf-8") as fh:

@@ -114,7 +114,7 @@ def test_gpu_burn_faulty_with_exit_0_fails_through_the_engine(tmp_path):
             return CommandResult(argv, 0, texts[key], "", 1.0, False)
 
     class Host:
-        name, address = "node07", "10.0.0.7"
+        name, address, vars = "node07", "10.0.0.7", {}
     result = burnin._run_check(Session(), Host(), H100, gpu_stress.CHECK, tmp_path)
     assert result.outcome == Outcome.FAIL, result.message
     assert "GPU2" in result.message and "GPU_BURN_FAULTY" in result.message

@@ -1,0 +1,228 @@
+"""Fault injection on the simulated rack: break a node's hardware model the way clusters break.
+
+A fault edits the node's hardware model (``/etc/provision-sim/hardware.yaml``, reached through
+the node's PID 1) and the kernel views derived from it; the simulated tools then print what
+the real tools print on such hardware. Nothing tells a tool or a check what to report.
+``heal`` restores the model saved when the rack started.
+
+Kinds and their targets (``--device``): a GPU index, an HCA name (mlx5_N), a bond slave name,
+a GPU pair "a,b", or a tool name; ``--value`` tunes the fault (a factor, a width, a version).
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from provision.errors import ProvisionError
+from provision.sim import rack
+
+MODEL = "etc/provision-sim/hardware.yaml"
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    kind: str
+    target: str  # gpu | hca | slave | pair | tool | node
+    description: str
+    apply: Callable[[dict, str, str | None], str]  # (model, device, value) -> device label
+
+
+def _gpu(model: dict, device: str) -> dict:
+    try:
+        return next(g for g in model["gpus"] if g["index"] == int(device))
+    except (StopIteration, ValueError):
+        raise ProvisionError(f"--device {device!r}: no such GPU index (0..{len(model['gpus']) - 1})") from None
+
+
+def _hca(model: dict, device: str) -> dict:
+    try:
+        return next(h for h in model["hcas"] if h["name"] == device)
+    except StopIteration:
+        raise ProvisionError(f"--device {device!r}: no such HCA ({', '.join(h['name'] for h in model['hcas'])})") from None
+
+
+def _pci(gpu: dict) -> str:
+    """The GPU's PCI id as NVRM prints it in Xid lines: 0000:5d:00."""
+    domain, bus, rest = gpu["bus_id"].lower().split(":")
+    return f"{domain[-4:]}:{bus}:{rest.split('.')[0]}"
+
+
+def _log(model: dict, *lines: str) -> None:
+    model.setdefault("kernel_log", []).extend(lines)
+
+
+def xid79(model, device, value):
+    gpu = _gpu(model, device)
+    gpu["fallen_off_bus"] = True
+    _log(model, f"NVRM: Xid (PCI:{_pci(gpu)}): 79, pid=0, name=swapper/0, GPU has fallen off the bus.",
+         f"NVRM: GPU {_pci(gpu)}.0: GPU has fallen off the bus.")
+    return f"GPU{gpu['index']} {gpu['bus_id']}"
+
+
+def dbe_remap(model, device, value):
+    gpu = _gpu(model, device)
+    for scope in ("volatile", "aggregate"):
+        gpu["ecc"][scope]["dram_uncorrectable"] += 1
+    gpu["remapped_rows"].update(uncorrectable=gpu["remapped_rows"]["uncorrectable"] + 1, pending=True)
+    _log(model, f"NVRM: Xid (PCI:{_pci(gpu)}): 48, pid=2231, name=python3, An uncorrectable double bit error (DBE) "
+         "has been detected on GPU in the framebuffer at partition 2, subpartition 1.",
+         f"NVRM: Xid (PCI:{_pci(gpu)}): 63, pid=2231, name=python3, Row Remapper: New row (0x00000000001d6a40) "
+         "marked for remapping, reset gpu to activate.")
+    return f"GPU{gpu['index']} {gpu['bus_id']}"
+
+
+def pcie_downtrain(model, device, value):
+    gpu = _gpu(model, device)
+    if (value or "x8") == "gen1":
+        gpu["pcie"]["gen_current"] = 1
+    else:
+        gpu["pcie"]["width_current"] = int(str(value or "x8").lstrip("x"))
+    return f"GPU{gpu['index']} {gpu['bus_id']}"
+
+
+def nvlink_down(model, device, value):
+    gpu = _gpu(model, device)
+    link = int(value) if value is not None else 0
+    gpu["nvlink"]["links"][link]["active"] = False
+    return f"GPU{gpu['index']} link {link}"
+
+
+def ib_port_down(model, device, value):
+    _hca(model, device).update(state="Down", physical_state="Polling")
+    return device
+
+
+def ib_rate(model, device, value):
+    _hca(model, device)["rate_Gbps"] = int(value or 200)
+    return device
+
+
+def slow_hca(model, device, value):
+    _hca(model, device)
+    model.setdefault("faults", {}).setdefault("slow_hca", {})[device] = float(value or 0.7)
+    return device
+
+
+def slow_gpu_pair(model, device, value):
+    a, b = (int(x) for x in device.split(","))
+    _gpu(model, str(a)), _gpu(model, str(b))
+    model.setdefault("faults", {})["slow_gpu_pair"] = {"gpus": [a, b], "factor": float(value or 0.6)}
+    return f"GPU{a}->GPU{b}"
+
+
+def gpu_burn_faulty(model, device, value):
+    gpu = _gpu(model, device)
+    model.setdefault("faults", {}).setdefault("gpu_burn_faulty", []).append(gpu["index"])
+    return f"GPU{gpu['index']}"
+
+
+def hung_tool(model, device, value):
+    model.setdefault("faults", {}).setdefault("hung_tools", []).append(device)
+    return device
+
+
+def gpu_missing(model, device, value):
+    gpu = _gpu(model, device)
+    gpu["present"] = False
+    return f"GPU{gpu['index']}"
+
+
+def bond_slave_down(model, device, value):
+    slaves = model["storage"]["bond"]["slaves"]
+    slave = next((s for s in slaves if s["name"] == device), None)
+    if slave is None:
+        raise ProvisionError(f"--device {device!r}: no such bond slave ({', '.join(s['name'] for s in slaves)})")
+    slave["mii_status"] = "down"
+    return device
+
+
+def old_driver(model, device, value):
+    version = value or "535.183.01"
+    model.setdefault("faults", {})["loaded_driver"] = {"version": version, "cuda_version": "12.2"}
+    return f"driver {version}"
+
+
+KINDS = {k.kind: k for k in [
+    FaultKind("xid79", "gpu", "GPU fell off the bus (Xid 79): gone from nvidia-smi and lspci", xid79),
+    FaultKind("dbe_remap", "gpu", "double-bit ECC error with a pending row remap (Xid 48 + 63)", dbe_remap),
+    FaultKind("pcie_downtrain", "gpu", "GPU PCIe link downtrained (--value x8 | x4 | gen1)", pcie_downtrain),
+    FaultKind("nvlink_down", "gpu", "one NVLink link inactive (--value link number)", nvlink_down),
+    FaultKind("ib_port_down", "hca", "InfiniBand port down (cable pulled: Down/Polling)", ib_port_down),
+    FaultKind("ib_rate", "hca", "InfiniBand port trained at a lower rate (--value Gb/s, default 200)", ib_rate),
+    FaultKind("slow_hca", "hca", "HCA slow in ib_write_bw (--value factor, default 0.7)", slow_hca),
+    FaultKind("slow_gpu_pair", "pair", "slow GPU pair in copies and all-reduce (--device a,b; --value factor)", slow_gpu_pair),
+    FaultKind("gpu_burn_faulty", "gpu", "gpu-burn reports the GPU FAULTY (and still exits 0)", gpu_burn_faulty),
+    FaultKind("hung_tool", "tool", "a tool never returns (--device tool name, e.g. all_reduce_perf)", hung_tool),
+    FaultKind("gpu_missing", "gpu", "a GPU missing from the node (not enumerated at all)", gpu_missing),
+    FaultKind("bond_slave_down", "slave", "a storage bond slave with link down", bond_slave_down),
+    FaultKind("old_driver", "node", "an old driver still loaded (--value version, default 535.183.01)", old_driver),
+]}
+
+
+def _node(inventory_dir: Path, name: str) -> rack.SimNode:
+    nodes = {n.name: n for n in rack.load_nodes(inventory_dir)}
+    if name not in nodes:
+        raise ProvisionError(f"{inventory_dir}: no simulated node {name!r} (nodes: {', '.join(nodes) or 'none'})")
+    if not nodes[name].alive():
+        raise ProvisionError(f"simulated node {name} is not running")
+    return nodes[name]
+
+
+def _active_path(inventory_dir: Path) -> Path:
+    return rack.state_dir(inventory_dir) / "faults.json"
+
+
+def active(inventory_dir: Path) -> dict[str, list[dict]]:
+    """Injected faults per node: {node: [{kind, device, value, label}]}."""
+    path = _active_path(inventory_dir)
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def default_device(kind: FaultKind, model: dict, rng: random.Random) -> str:
+    """A random target of the right type on this node (used when --device is not given)."""
+    gpus = [str(g["index"]) for g in model["gpus"]]
+    choices = {"gpu": gpus, "hca": [h["name"] for h in model.get("hcas", [])],
+               "slave": [s["name"] for s in model.get("storage", {}).get("bond", {}).get("slaves", [])],
+               "pair": [",".join(p) for p in zip(gpus, gpus[1:] + gpus[:1])],
+               "tool": ["all_reduce_perf"], "node": ["node"]}[kind.target]
+    if not choices:
+        raise ProvisionError(f"fault {kind.kind}: this node has no {kind.target} to break")
+    return rng.choice(choices)
+
+
+def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | None = None,
+           value: str | None = None, rng: random.Random | None = None) -> dict:
+    """Break ``node_name`` with fault ``kind_name``; return {kind, device, value, label}."""
+    kind = KINDS.get(kind_name)
+    if kind is None:
+        raise ProvisionError(f"unknown fault kind {kind_name!r} (known: {', '.join(KINDS)})")
+    node = _node(inventory_dir, node_name)
+    model_path = node.root() / MODEL
+    model = yaml.safe_load(model_path.read_text())
+    device = device if device is not None else default_device(kind, model, rng or random.Random())
+    label = kind.apply(model, device, value)
+    model_path.write_text(yaml.safe_dump(model, sort_keys=False))
+    rack.write_kernel_views(node.root(), model)
+    record = {"kind": kind.kind, "device": device, "value": value, "label": label}
+    faults = active(inventory_dir)
+    faults.setdefault(node_name, []).append(record)
+    _active_path(inventory_dir).write_text(json.dumps(faults, indent=1))
+    return record
+
+
+def heal(inventory_dir: Path, node_name: str) -> int:
+    """Restore the node's hardware model from rack start; return the number of faults removed."""
+    node = _node(inventory_dir, node_name)
+    healthy = rack.state_dir(inventory_dir) / "nodes" / node_name / "hardware.healthy.yaml"
+    shutil.copy(healthy, node.root() / MODEL)
+    rack.write_kernel_views(node.root(), yaml.safe_load(healthy.read_text()))
+    faults = active(inventory_dir)
+    removed = len(faults.pop(node_name, []))
+    _active_path(inventory_dir).write_text(json.dumps(faults, indent=1))
+    return removed

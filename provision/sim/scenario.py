@@ -1,0 +1,66 @@
+"""Scenario files: a simulated rack and the faults to replay on it, for a site's own CI.
+
+Format (YAML)::
+
+    nodes: 4                       # rack size
+    profile: h100-sxm5-80g-ndr     # hardware profile of every node
+    faults:                        # optional: node -> list of faults (see `provision sim faults`)
+      node02:
+        - {kind: ib_rate, device: mlx5_3, value: 200}
+      node03:
+        - {kind: xid79, device: 2}
+
+``provision sim up --scenario FILE`` starts the rack, then injects each fault.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from provision import profiles
+from provision.errors import ExitStatus, ProvisionError
+from provision.sim import faults, rack
+
+FAULT_KEYS = {"kind", "device", "value"}
+
+
+def load(path: Path) -> dict:
+    """Read and validate a scenario. Raises ProvisionError naming file and field."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ProvisionError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ProvisionError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ProvisionError(f"{path}: a scenario must be a mapping with nodes, profile, faults")
+    nodes = data.get("nodes")
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+        raise ProvisionError(f"{path}: field 'nodes' must be a positive integer, got {nodes!r}")
+    profiles.load(str(data.get("profile", "h100-sxm5-80g-ndr")))
+    names = {f"node{i + 1:02d}" for i in range(nodes)}
+    for node, items in (data.get("faults") or {}).items():
+        if node not in names:
+            raise ProvisionError(f"{path}: faults.{node}: no such node in a rack of {nodes}")
+        for i, item in enumerate(items or []):
+            where = f"{path}: faults.{node}[{i}]"
+            if not isinstance(item, dict) or "kind" not in item or set(item) - FAULT_KEYS:
+                raise ProvisionError(f"{where}: must be a mapping with kind and optional device, value")
+            if item["kind"] not in faults.KINDS:
+                raise ProvisionError(f"{where}.kind: unknown fault {item['kind']!r} (known: {', '.join(faults.KINDS)})")
+    return data
+
+
+def up(path: Path, inventory_dir: Path, address_base: str) -> int:
+    """Start the scenario's rack and inject its faults. Returns an exit status."""
+    data = load(path)
+    inventory_dir.mkdir(parents=True, exist_ok=True)
+    rack.up(inventory_dir, data["nodes"], data.get("profile", "h100-sxm5-80g-ndr"), address_base)
+    for node, items in (data.get("faults") or {}).items():
+        for item in items or []:
+            value = None if item.get("value") is None else str(item["value"])
+            device = None if item.get("device") is None else str(item["device"])
+            record = faults.inject(inventory_dir, node, item["kind"], device, value)
+            print(f"sim: {node}: injected {record['kind']} on {record['label']}")
+    return ExitStatus.OK

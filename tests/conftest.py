@@ -1,0 +1,27 @@
+"""Test session set-up: runs go to a temporary folder (the user's runs/latest stays theirs),
+and simulated racks take a free block of loopback addresses."""
+import os
+import random
+import socket
+import tempfile
+
+os.environ.setdefault("PROVISION_RUNS_DIR", tempfile.mkdtemp(prefix="provision-test-runs-"))
+
+
+def free_address_base(nodes: int) -> str:
+    """A 127.X.Y.10 base whose next ``nodes`` addresses have nothing listening on port 22."""
+    rng = random.SystemRandom()
+    for _ in range(50):
+        base = f"127.{rng.randrange(20, 250)}.{rng.randrange(0, 250)}"
+        addresses = [f"{base}.{10 + i}" for i in range(nodes)]
+        if not any(_listening(a) for a in addresses):
+            return addresses[0]
+    raise RuntimeError("no free loopback address block found")
+
+
+def _listening(address: str) -> bool:
+    try:
+        socket.create_connection((address, 22), timeout=0.2).close()
+        return True
+    except OSError:
+        return False

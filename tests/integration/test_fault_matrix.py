@@ -1,0 +1,124 @@
+"""The fault matrix: every fault kind, injected on a random node and device of a healthy
+simulated rack, must fail exactly that node with the right check naming the right device;
+and healthy runs with the tools' run-to-run noise must fail nothing.
+
+One rack is installed once and reused; nodes are healed between cases. The random seed is
+printed (set FAULT_MATRIX_SEED to replay a run). The table of what was caught is printed
+and written to runs/fault-matrix.txt.
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from provision import paths
+from provision.sim import faults, rack
+from tests.conftest import free_address_base
+
+pytestmark = pytest.mark.integration
+HEALTHY_RUNS = 10
+SEED = int(os.environ.get("FAULT_MATRIX_SEED", random.SystemRandom().randrange(1 << 30)))
+# A hung tool must be given up on within this (the real default is 300 s for all_reduce_perf).
+HUNG_TIMEOUT_S = 8
+
+
+def expectation(kind, device, model):
+    """(check that must catch it, outcome, text its message must contain) for a fault."""
+    def gpu(index):
+        return next(g for g in model["gpus"] if g["index"] == int(index))
+
+    def pci(index):
+        domain, bus, rest = gpu(index)["bus_id"].lower().split(":")
+        return f"{domain[-4:]}:{bus}:{rest.split('.')[0]}"
+    return {
+        "xid79": lambda: ("xid", "fail", f"PCI {pci(device)}: xid = 79"),
+        "dbe_remap": lambda: ("gpu_health", "fail", f"GPU{device} {gpu(device)['bus_id']}: remapped_rows_pending = True"),
+        "pcie_downtrain": lambda: ("pcie_link", "fail", f"{pci(device)}.0: lnksta_width = 8 lanes, expected 16"),
+        "nvlink_down": lambda: ("nvlink", "fail", f"GPU{device}: nvlink_active_links = 17, expected 18"),
+        "ib_port_down": lambda: ("ib_ports", "fail", f"{device} port 1: state = 'Down', expected 'Active'"),
+        "ib_rate": lambda: ("ib_ports", "fail", f"{device} port 1: rate_Gbps = 200 Gb/s, expected 400 Gb/s"),
+        "slow_hca": lambda: ("ib_write_bw", "fail", f"{device}: bw_avg_Gbps = "),
+        "slow_gpu_pair": lambda: ("nvbandwidth", "fail", "GPU{}->GPU{}: d2d_GBps".format(*device.split(","))),
+        "gpu_burn_faulty": lambda: ("gpu_stress", "fail", f"GPU{device}: gpu_burn_verdict = 'FAULTY'"),
+        "hung_tool": lambda: ("nccl_allreduce", "error", f"all_reduce_perf timed out after {HUNG_TIMEOUT_S} s"),
+        "gpu_missing": lambda: ("gpu_health", "fail", f"GPU {gpu(device)['bus_id']}: present = False"),
+        "bond_slave_down": lambda: ("storage", "fail", f"bond0 {device}: mii_status = 'down', expected 'up'"),
+        "old_driver": lambda: ("gpu_health", "fail", "driver_version = '535.183.01', expected '550.127.05'"),
+    }[kind]()
+
+
+def provision(*args):
+    proc = subprocess.run([sys.executable, "-m", "provision", *args], capture_output=True, text=True, timeout=1800)
+    if proc.returncode not in (0, 1):
+        print(proc.stdout[-3000:], proc.stderr[-2000:])
+    return proc
+
+
+@pytest.fixture(scope="module")
+def installed_rack(tmp_path_factory):
+    inv = tmp_path_factory.mktemp("matrix")
+    shutil.copytree(paths.ROOT / "inventory/sim/group_vars", inv / "group_vars")
+    (inv / "group_vars/gpu_nodes.yml").write_text(yaml.safe_dump(
+        {"provision_check_timeouts": {"nccl_allreduce": HUNG_TIMEOUT_S}}))
+    up = provision("sim", "up", "--nodes", "3", "--inventory", str(inv), "--address-base", free_address_base(3))
+    assert up.returncode == 0, up.stderr
+    assert provision("install", "-i", str(inv), "--run-id", f"matrix-install-{SEED}").returncode == 0
+    yield inv
+    provision("sim", "down", "--inventory", str(inv))
+
+
+def burnin(inv, run_id):
+    proc = provision("burnin", "-i", str(inv), "--run-id", run_id)
+    return proc, json.loads((paths.RUNS / run_id / "report.json").read_text())
+
+
+def test_fault_matrix(installed_rack):
+    inv, rng = installed_rack, random.Random(SEED)
+    print(f"\nfault matrix seed {SEED}")
+    rows, started = [], time.monotonic()
+    for kind in faults.KINDS:
+        for node in rack.load_nodes(inv):
+            faults.heal(inv, node.name)
+        node = rng.choice(rack.load_nodes(inv)).name
+        model = yaml.safe_load((rack.load_nodes(inv)[0].root() / faults.MODEL).read_text())
+        device = faults.default_device(faults.KINDS[kind], model, rng)
+        if kind == "hung_tool":
+            device = "all_reduce_perf"
+        faults.inject(inv, node, kind, device)
+        proc, rep = burnin(inv, f"matrix-{SEED}-{kind}")
+        check, outcome, needle = expectation(kind, device, model)
+        row = next(r for r in rep["burnin"][node] if r["check"] == check)
+        rows.append((kind, node, device, check, row["outcome"], row["message"]))
+        assert proc.returncode == 1, (kind, proc.stdout[-2000:])
+        assert row["outcome"] == outcome, (kind, row["message"])
+        assert needle in row["message"], (kind, needle, row["message"])
+        assert rep["hosts"][node] in ("fail", "error")
+        assert all(v == "pass" for h, v in rep["hosts"].items() if h != node), (kind, rep["hosts"])
+    for node in rack.load_nodes(inv):
+        faults.heal(inv, node.name)
+    matrix_s = time.monotonic() - started
+    false_failures = 0
+    for i in range(HEALTHY_RUNS):
+        proc, rep = burnin(inv, f"matrix-{SEED}-healthy{i}")
+        bad = {h: [r["check"] for r in rep["burnin"][h] if r["outcome"] != "pass"] for h, v in rep["hosts"].items()
+               if v != "pass"}
+        false_failures += len(bad)
+        assert proc.returncode == 0 and not bad, bad
+    table = _table(rows, matrix_s, false_failures, time.monotonic() - started - matrix_s)
+    print(table)
+    (paths.RUNS / "fault-matrix.txt").write_text(table + "\n")
+
+
+def _table(rows, matrix_s, false_failures, healthy_s):
+    lines = [f"{'fault':<16} {'node':<7} {'device':<9} {'caught by':<15} {'outcome':<8} message"]
+    for kind, node, device, check, outcome, message in rows:
+        lines.append(f"{kind:<16} {node:<7} {device:<9} {check:<15} {outcome:<8} {message[:150]}")
+    lines.append(f"{len(rows)} faults in {matrix_s:.0f} s (seed {SEED}); {HEALTHY_RUNS} healthy runs x 3 nodes in "
+                 f"{healthy_s:.0f} s with {false_failures} false failures")
+    return "\n".join(lines)
