@@ -164,9 +164,28 @@ def judge(host: str, check: Check, profile, texts: dict[str, str]) -> CheckResul
     if failing:
         message = "; ".join(describe(f) for f in failing)
         return CheckResult(host, check.id, Outcome.FAIL, message, findings=[_finding(f) for f in findings])
-    shown = [f for f in findings if f.reference is not None] or findings[:1]
-    message = "; ".join(describe(f) for f in shown[:3]) + (f" (+{len(shown) - 3} more)" if len(shown) > 3 else "")
-    return CheckResult(host, check.id, Outcome.PASS, message, findings=[_finding(f) for f in findings])
+    return CheckResult(host, check.id, Outcome.PASS, pass_message(findings), findings=[_finding(f) for f in findings])
+
+
+def pass_message(findings: list[Finding]) -> str:
+    """Measured metrics as ranges over devices with their reference; else the first facts checked."""
+    by_metric: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.reference is not None:
+            by_metric.setdefault(f.metric, []).append(f)
+    parts = []
+    for metric, rows in by_metric.items():
+        if len(rows) == 1:
+            parts.append(describe(rows[0]))
+            continue
+        values = [float(f.value) for f in rows]
+        low, high = rows[0].reference.bounds()
+        parts.append(f"{metric} {min(values):g}..{max(values):g} {rows[0].unit} over {len(rows)} devices, "
+                     f"reference {rows[0].reference.value:g} bounds [{'-' if low is None else f'{low:g}'}, "
+                     f"{'-' if high is None else f'{high:g}'}]")
+    if not parts:
+        parts = [describe(f) for f in findings[:2]]
+    return f"{len(findings)} facts ok: " + "; ".join(parts)
 
 
 def _finding(f: Finding) -> dict:

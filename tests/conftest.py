@@ -25,3 +25,13 @@ def _listening(address: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the fault matrix's table (written by tests/integration/test_fault_matrix.py)."""
+    from pathlib import Path
+
+    table = Path(os.environ["PROVISION_RUNS_DIR"]) / "fault-matrix.txt"
+    if table.is_file():
+        terminalreporter.write_sep("-", "fault matrix")
+        terminalreporter.write(table.read_text())

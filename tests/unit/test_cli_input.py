@@ -51,3 +51,49 @@ def test_parse_refuses_text_that_is_not_the_tool(tmp_path):
 def test_unknown_check_is_refused():
     line = one_line_error(provision("burnin", "-i", "sim", "--checks", "gpu_health,nope"))
     assert "--checks: unknown check nope (known: gpu_health," in line
+
+
+@pytest.mark.parametrize("host_vars,expected", [
+    ("ansible_port: 99999", "field 'ansible_port' is not a port number (1-65535)"),
+    ("ansible_host: [1, 2]", "field 'ansible_host' must be a host name or address"),
+    ("provision_reference_overrides: [1, 2]", "host gpu01: provision_reference_overrides: must map check"),
+    ("provision_reference_overrides: {nccl_allreduce: {algbw: {value: 1}}}",
+     "provision_reference_overrides.nccl_allreduce.algbw: no such reference"),
+    ("provision_reference_overrides: {nccl_allreduce: {busbw_GBps: {value: fast}}}",
+     "references.nccl_allreduce.busbw_GBps.value: not a number"),
+])
+def test_bad_host_fields_are_refused_before_any_run(tmp_path, host_vars, expected):
+    (tmp_path / "hosts.yml").write_text(
+        f"all:\n  vars: {{{PROFILE}}}\n  hosts:\n    gpu01:\n      ansible_host: 10.0.0.1\n      {host_vars}\n")
+    line = one_line_error(provision("burnin", "-i", str(tmp_path)))
+    assert expected in line and "hosts.yml" in line
+
+
+def test_limit_and_run_id_are_checked(tmp_path):
+    (tmp_path / "hosts.yml").write_text(f"all:\n  vars: {{{PROFILE}}}\n  hosts:\n    gpu01: {{ansible_host: 10.0.0.1}}\n")
+    assert "--limit names hosts not in the inventory: gpu09" in one_line_error(
+        provision("burnin", "-i", str(tmp_path), "--limit", "gpu01,gpu09"))
+    assert "--run-id '../escape'" in one_line_error(provision("burnin", "-i", str(tmp_path), "--run-id", "../escape"))
+    assert "--checks: name at least one check" in one_line_error(provision("burnin", "-i", str(tmp_path), "--checks", ","))
+
+
+@pytest.mark.parametrize("scenario,expected", [
+    ("nodes: 0\n", "field 'nodes' must be a positive integer"),
+    ("nodes: 2\nprofile: h999\n", "no such hardware profile"),
+    ("nodes: 2\nfaults:\n  node05: [{kind: xid79}]\n", "faults.node05: no such node in a rack of 2"),
+    ("nodes: 2\nfaults:\n  node02: [{kind: melted}]\n", "faults.node02[0].kind: unknown fault 'melted'"),
+    ("nodes: 2\nfaults:\n  node02: [{kind: xid79, colour: red}]\n", "faults.node02[0]: must be a mapping"),
+    ("nodes: [\n", "not valid YAML"),
+])
+def test_bad_scenario(tmp_path, scenario, expected):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(scenario)
+    line = one_line_error(provision("sim", "up", "--scenario", str(path), "--inventory", str(tmp_path / "inv")))
+    assert expected in line
+
+
+def test_sim_up_refuses_a_bad_address_base(tmp_path):
+    line = one_line_error(provision("sim", "up", "--inventory", str(tmp_path / "inv"), "--address-base", "not-an-ip"))
+    assert "--address-base 'not-an-ip': not an IPv4 address" in line
+    line = one_line_error(provision("sim", "up", "--inventory", str(tmp_path / "inv"), "--address-base", "10.0.0.1"))
+    assert "loopback addresses in 127.0.0.0/8" in line

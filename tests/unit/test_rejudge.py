@@ -67,3 +67,20 @@ def test_evaluate_against_another_profile_and_missing_raw(tmp_path):
     assert proc.returncode == 2 and "nccl_allreduce.txt: raw output named in report.json is missing" in proc.stderr
     proc = evaluate(tmp_path / "nowhere")
     assert proc.returncode == 2 and "not a readable run report" in proc.stderr
+
+
+def test_evaluate_against_a_profile_without_the_hardware_skips_those_checks(tmp_path):
+    run = make_run(tmp_path)
+    evaluate(run, "--profile", "rtx4090-pcie")
+    rows = {r["check"]: r for r in json.loads((run / "report.json").read_text())["burnin"]["n1"]}
+    assert rows["ib_write_bw"]["outcome"] == "skipped"  # no InfiniBand in that profile
+    # judged again against the RTX 4090 reference (14 GB/s, no upper bound): still a pass
+    assert rows["nccl_allreduce"]["outcome"] == "pass"
+    assert "reference 14 GB/s" in rows["nccl_allreduce"]["message"]
+
+
+def test_the_example_scenario_is_valid():
+    from provision.sim import scenario
+
+    data = scenario.load(DATA / "scenarios/two-bad-nodes.yaml")
+    assert data["nodes"] == 4 and [f["kind"] for f in data["faults"]["node02"]] == ["ib_rate"]

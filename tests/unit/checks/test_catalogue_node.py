@@ -51,7 +51,7 @@ def sample(key: str, name: str) -> dict[str, str]:
 
 # (module, case name, texts, profile, outcome, text the message must contain)
 CASES = [
-    (gpu_stress, "healthy", sim(gpu_stress, "healthy"), H100, Outcome.PASS, "GPU0: gflops"),
+    (gpu_stress, "healthy", sim(gpu_stress, "healthy"), H100, Outcome.PASS, "gflops 5"),
     (gpu_stress, "gpu_burn_faulty", sim(gpu_stress, "gpu_burn_faulty"), H100, Outcome.FAIL,
      "GPU2: gpu_burn_verdict = 'FAULTY', expected 'OK'"),
     (gpu_stress, "dcgm_fail", sim(gpu_stress, "dcgm_fail"), H100, Outcome.FAIL, "GPU5: dcgm_targeted_power = 'Fail'"),
