@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -157,6 +158,9 @@ def main(argv: list[str]) -> int:
             raise
         print(f"provision: error: {exc}", file=sys.stderr)
         return int(exc.exit_status)
+    except BrokenPipeError:  # stdout closed early (`provision parse ... | head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitStatus.OK)
     except Exception as exc:  # a bug, not a user's mistake: one line, exit 3; --traceback shows it
         if args.traceback:
             raise

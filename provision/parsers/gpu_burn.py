@@ -24,6 +24,8 @@ TOOL = "gpu-burn"
 _PROGRESS = re.compile(r"proc'd:(?P<procd>.*?)errors:(?P<errors>.*?)temps:(?P<temps>.*)$")
 _VERDICT = re.compile(r"^\s*GPU\s+(\d+):\s*(OK|FAULTY)\s*$")
 _NAME = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:")
+# Lines gpu_burn prints before its first whole progress line (banner, device set-up, progress).
+_STARTED = re.compile(r"Burning for \d+ seconds|Initialized device \d+ with|\d+\.\d+%\s+proc'd: \d+ \(")
 _TESTED = re.compile(r"Tested\s+(\d+)\s+GPUs")
 
 
@@ -33,6 +35,9 @@ def parse(text: str) -> dict:
     rows = lines(text)
     progress = [m for m in map(_PROGRESS.search, rows) if m]
     verdicts = {int(m.group(1)): m.group(2) for m in map(_VERDICT.match, rows) if m}
+    if not progress and not verdicts and _STARTED.search(text):
+        # gpu_burn started (banner or a progress line cut before "temps:") but was cut off
+        return {"tool": TOOL, "complete": False, "completed": False, "gpu_count": None, "gpus": [], "faulty_gpus": []}
     if not progress and not verdicts:
         raise refuse("gpu-burn", "no \"proc'd: ... errors: ... temps:\" progress line and no "
                      "'GPU n: OK|FAULTY' verdict")

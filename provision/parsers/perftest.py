@@ -34,6 +34,8 @@ def parse(text: str) -> dict:
     require_text(text, "perftest")
     rows = lines(text)
     tables = _tables(rows)
+    if not tables and any(_TITLE.match(r) for r in rows) and any("Device" in r for r in rows):
+        return _started_only(rows)  # the test's banner, cut before any result
     if not tables:
         raise refuse("perftest", "no '#bytes #iterations ...' result header")
     header_at, data, closed = tables[-1]
@@ -53,6 +55,19 @@ def parse(text: str) -> dict:
         result["bw_avg_Gbps"] = _to_gbps(result["bw_avg"], result["units"])
     else:
         result.update({key: result.get(key) for key in _LAT_KEYS})
+    return result
+
+
+def _started_only(rows: list[str]) -> dict:
+    """A run cut off after perftest's settings banner: what it tested, no results."""
+    settings = _settings(rows)
+    result = {"tool": TOOL, "complete": False, "result_tables": 0, "test": settings.get("title"),
+              "device": settings.get("Device"), "link_type": settings.get("Link type"), "rows": [],
+              "msg_size": None, "iterations": None}
+    if "BW" in (settings.get("title") or ""):
+        result.update(bw_peak=None, bw_avg=None, units=None, bw_avg_Gbps=None)
+    else:
+        result.update({key: None for key in _LAT_KEYS})
     return result
 
 

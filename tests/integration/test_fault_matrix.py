@@ -9,9 +9,6 @@ and written to runs/fault-matrix.txt.
 import json
 import os
 import random
-import shutil
-import subprocess
-import sys
 import time
 
 import pytest
@@ -19,7 +16,7 @@ import yaml
 
 from provision import paths
 from provision.sim import faults, rack
-from tests.conftest import free_address_base
+from tests.integration.conftest import own_rack, provision
 
 pytestmark = pytest.mark.integration
 HEALTHY_RUNS = 10
@@ -53,24 +50,12 @@ def expectation(kind, device, model):
     }[kind]()
 
 
-def provision(*args):
-    proc = subprocess.run([sys.executable, "-m", "provision", *args], capture_output=True, text=True, timeout=1800)
-    if proc.returncode not in (0, 1):
-        print(proc.stdout[-3000:], proc.stderr[-2000:])
-    return proc
-
-
 @pytest.fixture(scope="module")
 def installed_rack(tmp_path_factory):
-    inv = tmp_path_factory.mktemp("matrix")
-    shutil.copytree(paths.ROOT / "inventory/sim/group_vars", inv / "group_vars")
-    (inv / "group_vars/gpu_nodes.yml").write_text(yaml.safe_dump(
-        {"provision_check_timeouts": {"nccl_allreduce": HUNG_TIMEOUT_S}}))
-    up = provision("sim", "up", "--nodes", "3", "--inventory", str(inv), "--address-base", free_address_base(3))
-    assert up.returncode == 0, up.stderr
-    assert provision("install", "-i", str(inv), "--run-id", f"matrix-install-{SEED}").returncode == 0
-    yield inv
-    provision("sim", "down", "--inventory", str(inv))
+    timeouts = {"provision_check_timeouts": {"nccl_allreduce": HUNG_TIMEOUT_S}}
+    with own_rack(tmp_path_factory.mktemp("matrix"), timeouts) as inv:
+        assert provision("install", "-i", str(inv), "--run-id", f"matrix-install-{SEED}").returncode == 0
+        yield inv
 
 
 def burnin(inv, run_id):

@@ -6,11 +6,7 @@ testcases, runs the install again and checks nothing changed, breaks one node's 
 and checks exactly that node fails with the device named, then stops the rack.
 """
 import json
-import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 import yaml
@@ -18,29 +14,17 @@ import yaml
 from provision import paths
 from provision.checks import ORDER
 from provision.sim import rack
-from tests.conftest import free_address_base
+from tests.integration.conftest import own_rack, provision
 
 pytestmark = pytest.mark.integration
 ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "framework_venv", "burnin_tools"}
 CHECKS = set(ORDER)
 
 
-def provision(*args, timeout=1500):
-    proc = subprocess.run([sys.executable, "-m", "provision", *args], capture_output=True, text=True, timeout=timeout)
-    if proc.returncode not in (0, 1):
-        print(proc.stdout[-4000:], proc.stderr[-2000:])
-    return proc
-
-
 @pytest.fixture(scope="module")
 def sim_rack(tmp_path_factory):
-    inv = tmp_path_factory.mktemp("rack")
-    shutil.copytree(paths.ROOT / "inventory/sim/group_vars", inv / "group_vars")
-    up = provision("sim", "up", "--nodes", "3", "--inventory", str(inv), "--address-base", free_address_base(3))
-    assert up.returncode == 0, up.stderr
-    yield inv
-    provision("sim", "down", "--inventory", str(inv))
-    assert not rack.load_nodes(inv)
+    with own_rack(tmp_path_factory.mktemp("rack")) as inv:
+        yield inv
 
 
 def report_of(run_id):

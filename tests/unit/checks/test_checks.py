@@ -33,7 +33,7 @@ CASES = [
     ("ib_ports", "samples/ibstat_h100_mixed_down_ports.txt", "", Outcome.PASS, "ib_port_count = 8"),
     ("ib_write_bw", "ib_write_bw/sim_h100_healthy.txt", "mlx5_5", Outcome.PASS, "mlx5_5: bw_avg_Gbps"),
     ("ib_write_bw", "ib_write_bw/sim_h100_slow_hca.txt", "mlx5_5", Outcome.FAIL, "HCA_SLOW"),
-    ("ib_write_bw", "ib_write_bw/sim_h100_truncated.txt", "mlx5_5", Outcome.ERROR, "perftest"),
+    ("ib_write_bw", "ib_write_bw/sim_h100_truncated.txt", "mlx5_5", Outcome.ERROR, "incomplete"),
     ("ib_write_bw", "samples/ib_write_bw_cx7_ndr_gbits.txt", "mlx5_0", Outcome.PASS, "392.34 Gb/s"),
     ("nccl_allreduce", "nccl_allreduce/sim_h100_healthy.txt", "", Outcome.PASS, "busbw_GBps"),
     ("nccl_allreduce", "nccl_allreduce/sim_h100_nvlink_down.txt", "", Outcome.FAIL, "NCCL_SLOW"),
