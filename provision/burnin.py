@@ -160,6 +160,8 @@ def judge(host: str, check: Check, profile, texts: dict[str, str]) -> CheckResul
         # A judge that trips over data it did not expect could not judge: an error, never a pass.
         return CheckResult(host, check.id, Outcome.ERROR,
                            f"could not judge {check.tool} output ({type(exc).__name__}: {exc}); see the raw output")
+    if not findings:  # nothing was judged (no step ran, or the output held no device): never a pass
+        return CheckResult(host, check.id, Outcome.ERROR, f"{check.tool} output gave nothing to judge")
     failing = [f for f in findings if not f.ok]
     if failing:
         message = "; ".join(describe(f) for f in failing)

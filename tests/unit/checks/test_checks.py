@@ -81,3 +81,8 @@ def test_steps_are_argv_lists_from_the_profile():
     assert ib[0].argv[-1] == "10.0.0.7" and ib[0].server[:3] == ["ib_write_bw", "-d", "mlx5_0"]
     nccl = registry()["nccl_allreduce"].steps(H100, Host())[0].argv
     assert nccl[nccl.index("-e") + 1] == "8589934592" and nccl[nccl.index("-c") + 1] == "1"
+
+
+def test_a_check_that_judged_nothing_is_an_error_not_a_pass():
+    result = judge("node07", registry()["ib_write_bw"], H100, {})
+    assert result.outcome == Outcome.ERROR and "nothing to judge" in result.message
