@@ -86,6 +86,7 @@ def _run_host(host: Host, checks: list[Check], run_dir: Path, progress) -> list[
     raw_dir.mkdir(parents=True, exist_ok=True)
     try:
         with Session(host) as session:
+            profile = profile.for_target(_os_target(session, raw_dir))
             results = []
             for check in checks:
                 result = _run_check(session, host, profile, check, raw_dir)
@@ -95,6 +96,28 @@ def _run_host(host: Host, checks: list[Check], run_dir: Path, progress) -> list[
     except CommandError as exc:
         progress(f"  burnin {host.name:<12} unreachable: {exc}")
         return [CheckResult(host.name, c.id, Outcome.ERROR, str(exc)) for c in checks]
+
+
+OS_RELEASE = "os-release.txt"  # raw/<host>/os-release.txt: the node's /etc/os-release, read once
+
+
+def parse_os_release(text: str) -> dict:
+    """``KEY=value`` lines of os-release(5), quotes removed."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            out[key.strip()] = value.strip().strip('"').strip("'")
+    return out
+
+
+def _os_target(session: Session, raw_dir: Path) -> str | None:
+    """The node's NVIDIA repository folder (``profiles.target_of``), from its /etc/os-release."""
+    result = session.run(["cat", "/etc/os-release"], 30.0)
+    if result.rc != 0:
+        return None
+    (raw_dir / OS_RELEASE).write_text(result.stdout)
+    return profiles.target_of(parse_os_release(result.stdout))
 
 
 def _run_check(session: Session, host: Host, profile, check: Check, raw_dir: Path) -> CheckResult:

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from provision import core
+from provision import core, inventory
 from provision.errors import ExitStatus, ProvisionError
 
 
@@ -23,8 +23,8 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in (("run", "install the stack, then burn in (the main job)"),
                        ("install", "run the install roles only"), ("burnin", "run the burn-in checks only")):
         c = sub.add_parser(name, help=text)
-        c.add_argument("-i", "--inventory", required=True, help="inventory folder or file, or a name under inventory/")
-        c.add_argument("--limit", help="comma-separated host names")
+        _inventory_options(c, required=True)
+        c.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
         c.add_argument("--run-id", help="name of the run folder under runs/")
         if name != "burnin":
             c.add_argument("--tags", help="Ansible tags to run")
@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"hardware profile of every node (default {core.DEFAULT_SIM_PROFILE})")
     up.add_argument("--inventory", default=str(core.SIM_INVENTORY), help="folder to write hosts.yml into")
     up.add_argument("--address-base", default="127.0.1.10", help="first node's loopback address")
+    up.add_argument("--os", default=None, help="node OS: ubuntu2204, ubuntu2404, debian12 or rocky9, or a comma "
+                    "list given to the nodes in turn (default debian12)")
     up.add_argument("--scenario", help="YAML scenario: nodes, profile, faults per node (overrides --nodes/--profile)")
     fault = sim.add_parser("fault", help="break a simulated node's hardware (see `sim faults`)")
     fault.add_argument("node")
@@ -55,11 +57,37 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="judge a saved run again from its raw outputs (touches no node)")
     ev.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
     ev.add_argument("--profile", help="judge every host against this hardware profile instead")
-    ev.add_argument("-i", "--inventory", help="re-read site overrides (provision_reference_overrides) from it")
+    ev.add_argument("-i", "--inventory", action="append",
+                    help="re-read site overrides (provision_reference_overrides) from it (repeatable)")
+    _vault_options(ev)
+    _inventory_parser(sub)
     par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
     par.add_argument("tool")
     par.add_argument("file")
     return p
+
+
+def _inventory_parser(sub) -> None:
+    ls = sub.add_parser("inventory", help="list every host, its address, profile and groups; check them "
+                        "(connects nowhere)")
+    _inventory_options(ls, required=True)
+    ls.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
+    ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _inventory_options(c: argparse.ArgumentParser, required: bool) -> None:
+    c.add_argument("-i", "--inventory", action="append", required=required,
+                   help="inventory folder or file, or a name under inventory/; repeat for several (later ones win)")
+    _vault_options(c)
+
+
+def _vault_options(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--vault-password-file", action="append", default=[], help="vault password file (as Ansible's)")
+    c.add_argument("--vault-id", action="append", default=[], help="vault identity [label@]file (as Ansible's)")
+
+
+def _vault(args: argparse.Namespace) -> inventory.Vault:
+    return inventory.Vault(ids=tuple(args.vault_id), password_files=tuple(args.vault_password_file))
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -70,10 +98,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "install", "burnin"):
         phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
         return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
-                        only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id,
+                        only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
                         progress=lambda line: print(line, flush=True))
     if args.command == "evaluate":
-        return core.evaluate(args.run_dir, args.profile, args.inventory)
+        return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args))
+    if args.command == "inventory":
+        return core.inventory(args.inventory, _csv(args.limit), _vault(args), args.json,
+                              err=lambda line: print(line, file=sys.stderr))
     if args.command == "parse":
         return _parse(args.tool, args.file)
     return _sim(args)
@@ -110,11 +141,11 @@ def _sim_up(args: argparse.Namespace, folder: Path) -> int:
     from provision.sim import rack, scenario
 
     if args.scenario:
-        return scenario.up(Path(args.scenario), folder, args.address_base)
+        return scenario.up(Path(args.scenario), folder, args.address_base, args.os)
     if args.nodes < 1:
         raise ProvisionError(f"--nodes: must be at least 1, got {args.nodes}")
     folder.mkdir(parents=True, exist_ok=True)
-    rack.up(folder, args.nodes, args.profile, args.address_base)
+    rack.up(folder, args.nodes, args.profile, args.address_base, os_arg=args.os)
     return ExitStatus.OK
 
 

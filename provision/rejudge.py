@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from provision import profiles
-from provision.burnin import applicable, judge
+from provision.burnin import OS_RELEASE, applicable, judge, parse_os_release
 from provision.checks import registry
 from provision.errors import ProvisionError
 
@@ -23,7 +23,7 @@ def run(run_dir: Path, rep: dict, profile_name: str | None) -> dict[str, list[di
         raise ProvisionError(f"{run_dir}/report.json: no burn-in results to evaluate")
     checks, out = registry(), {}
     for host, rows in burnin.items():
-        profile = _profile(rep, host, profile_name)
+        profile = _profile(rep, host, profile_name).for_target(_saved_target(run_dir, host))
         if not isinstance(rows, list):
             raise ProvisionError(f"{run_dir}/report.json: burnin.{host}: not a list of check results")
         try:
@@ -31,6 +31,14 @@ def run(run_dir: Path, rep: dict, profile_name: str | None) -> dict[str, list[di
         except (KeyError, TypeError, AttributeError) as exc:
             raise ProvisionError(f"{run_dir}/report.json: burnin.{host}: malformed row ({type(exc).__name__}: {exc})") from None
     return out
+
+
+def _saved_target(run_dir: Path, host: str) -> str | None:
+    """The node's repository folder from the os-release the burn-in saved, if it saved one."""
+    path = run_dir / "raw" / host / OS_RELEASE
+    if ".." in host or "/" in host or not path.is_file():
+        return None
+    return profiles.target_of(parse_os_release(path.read_text(errors="replace")))
 
 
 def _profile(rep: dict, host: str, profile_name: str | None) -> profiles.Profile:

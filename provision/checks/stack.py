@@ -30,6 +30,7 @@ from provision.errors import ParseError
 PIN = "installed version differs from the profile's pin: re-run `provision install` on the node"
 _NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+), V(\S+)")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
+INSTALLED = ("ii", "hi")  # dpkg's db:Status-Abbrev for an installed package, wanted "install" or "hold"
 _PACKAGE = re.compile(r"^([a-z0-9][a-z0-9+.-]+) (\S+)(?: (\S{2,3}))?\s*$")
 
 
@@ -37,11 +38,21 @@ def major_minor(version: str) -> str:
     return ".".join(str(version).split(".")[:2])
 
 
+def rpm_based(profile) -> bool:
+    """True on EL nodes (``stack_target`` rhel*, set from the node's os-release by the engine)."""
+    return str(profile.get("stack_target") or "").startswith("rhel")
+
+
+def nccl_package(profile) -> str:
+    """NCCL's runtime package: libnccl2 in NVIDIA's Debian-family repositories, libnccl in rhel9's."""
+    return "libnccl" if rpm_based(profile) else "libnccl2"
+
+
 def packages(profile) -> dict[str, str]:
-    """Debian package name -> the stack pin it must carry."""
+    """Package name -> the stack pin it must carry (names as the node's repository has them)."""
     stack = profile["stack"]
     cudnn = f"libcudnn{str(stack['cudnn_version']).split('.')[0]}-cuda-{str(stack['cuda_version']).split('.')[0]}"
-    return {cudnn: str(stack["cudnn_version"]), "libnccl2": str(stack["nccl_version"])}
+    return {cudnn: str(stack["cudnn_version"]), nccl_package(profile): str(stack["nccl_version"])}
 
 
 STEP_TOOLS = {"driver": "nvidia-smi", "cuda": "nvcc", "packages": "dpkg-query"}  # step -> its tool
@@ -50,9 +61,13 @@ STEP_TOOLS = {"driver": "nvidia-smi", "cuda": "nvcc", "packages": "dpkg-query"} 
 def steps(profile, host) -> list[Step]:
     cuda = major_minor(profile["stack"]["cuda_version"])
     fmt = "${Package} ${Version} ${db:Status-Abbrev}\\n"  # dpkg-query expands the \n escape itself
+    if rpm_based(profile):  # rpm prints the same "name version" lines; %{RELEASE} keeps +cudaX.Y
+        query = ["rpm", "-q", "--queryformat", "%{NAME} %{VERSION}-%{RELEASE}\\n", *packages(profile)]
+    else:
+        query = ["dpkg-query", "-W", f"--showformat={fmt}", *packages(profile)]
     return [Step("driver", ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
             Step("cuda", [f"/usr/local/cuda-{cuda}/bin/nvcc", "--version"]),
-            Step("packages", ["dpkg-query", "-W", f"--showformat={fmt}", *packages(profile)])]
+            Step("packages", query)]
 
 
 def parse(text: str) -> dict:
@@ -119,9 +134,10 @@ def _judge_packages(result: dict, profile) -> list[Finding]:
         version = found[name]["version"]
         upstream = version.split(":", 1)[-1].rsplit("-", 1)[0]
         out.append(expect(name, "version", upstream, pin, "STACK_PIN", PIN))
-        if found[name]["status"] is not None:
-            out.append(expect(name, "dpkg_status", found[name]["status"], "ii", "STACK_PIN", PIN))
-        if name == "libnccl2" and stack.get("nccl_cuda_version"):
+        status = found[name]["status"]
+        if status is not None:  # "ii" installed, "hi" installed and held (stack_hold holds every pin)
+            out.append(expect(name, "dpkg_status", status, status if status in INSTALLED else "ii", "STACK_PIN", PIN))
+        if name == nccl_package(profile) and stack.get("nccl_cuda_version"):
             build = re.search(r"\+cuda([\d.]+)", version)
             out.append(expect(name, "cuda_build", build.group(1) if build else None, str(stack["nccl_cuda_version"]),
                               "STACK_PIN", PIN))

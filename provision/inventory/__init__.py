@@ -1,23 +1,27 @@
-"""Inventories as frozen dataclasses, built from ``ansible-inventory --list`` JSON.
+"""Inventories as frozen dataclasses, read by ansible-core itself (see ``_ansible.py``).
 
-``resolve`` turns ``-i`` (a folder, a file, or a name under ``inventory/``) into a path;
-``load`` reads it and runs preflight validation, which names file, host and field.
+``resolve`` turns each ``-i`` (a folder, a file, or a name under ``inventory/``) into a path;
+``read`` reads one or several (as ``ansible-playbook -i A -i B`` would: later sources win),
+templates each host's fields as Ansible does and collects every ``Problem`` (file, host,
+field); ``load`` is ``read`` that raises the first problem. A host without
+``provision_profile`` is not a GPU node: it is listed (``profile`` None), never installed or
+burned in. Nothing here connects to a host.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision import paths, profiles
-from provision.errors import InventoryError, ProfileError
+from provision import paths
+from provision.errors import InventoryError
 
 
 @dataclass(frozen=True)
 class Host:
-    """One node: ``address`` is what SSH connects to; ``profile`` the hardware profile name."""
+    """One node: ``address`` is what SSH connects to (``ansible_host``, else the name);
+    ``profile`` the hardware profile name, None when the host is not a GPU node;
+    ``groups`` its Ansible groups (parents included, ``all`` left out)."""
 
     name: str
     address: str
@@ -25,17 +29,53 @@ class Host:
     user: str
     key_file: str | None
     known_hosts_file: str | None
-    profile: str
+    profile: str | None
+    groups: tuple[str, ...] = ()
     vars: dict = field(repr=False, hash=False, compare=False, default_factory=dict)
 
 
 @dataclass(frozen=True)
+class Vault:
+    """Ansible's vault options: ``ids`` as ``--vault-id [label@]file``, ``password_files``."""
+
+    ids: tuple[str, ...] = ()
+    password_files: tuple[str, ...] = ()
+
+    def args(self) -> list[str]:
+        """The same options for ansible-playbook."""
+        return [*(a for i in self.ids for a in ("--vault-id", i)),
+                *(a for f in self.password_files for a in ("--vault-password-file", f))]
+
+
+class Problem(InventoryError):
+    """One bad host field: ``file`` (path[:line]), ``host``, ``field`` (None when no one field), ``text``."""
+
+    def __init__(self, file: str, host: str, field_name: str | None, text: str):
+        self.file, self.host, self.field, self.text = str(file), host, field_name, text
+        super().__init__(f"{self.file}: {'hosts' if ', ' in host else 'host'} {host}: {text}")
+
+
+@dataclass(frozen=True)
 class Inventory:
+    """``path`` is the first source; ``hosts`` the hosts that passed; ``problems`` one per bad host."""
+
     path: Path
     hosts: tuple[Host, ...]
+    sources: tuple[Path, ...] = ()
+    vault: Vault = Vault()
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def host(self, name: str) -> Host:
         return next(h for h in self.hosts if h.name == name)
+
+    @property
+    def gpu_hosts(self) -> tuple[Host, ...]:
+        return tuple(h for h in self.hosts if h.profile is not None)
+
+    @property
+    def label(self) -> str:
+        return ", ".join(str(s) for s in self.sources or (self.path,))
 
 
 def resolve(arg: str) -> Path:
@@ -46,71 +86,53 @@ def resolve(arg: str) -> Path:
     raise InventoryError(f"{arg}: no such inventory (neither a path nor a folder under {paths.ROOT / 'inventory'})")
 
 
-def load(path: Path) -> Inventory:
-    """Read an inventory with ansible-inventory and validate every host. Raises InventoryError."""
-    data = _ansible_inventory(path)
-    hostvars = data.get("_meta", {}).get("hostvars", {})
-    names = sorted(set(_all_hosts(data)) | set(hostvars))
-    if not names:
-        raise InventoryError(f"{path}: inventory has no hosts")
-    hosts = tuple(_host(path, name, hostvars.get(name, {})) for name in names)
-    return Inventory(path=path, hosts=hosts)
+def resolve_all(args: str | Sequence[str]) -> tuple[Path, ...]:
+    """Every ``-i`` resolved, in order. Raises InventoryError."""
+    return tuple(resolve(a) for a in ([args] if isinstance(args, str) else args))
 
 
-def _ansible_inventory(path: Path) -> dict:
-    env = dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="True", ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED="True",
-               ANSIBLE_CONFIG=str(paths.ROOT / "ansible.cfg"))
-    proc = subprocess.run([paths.tool("ansible-inventory"), "-i", str(path), "--list"],
-                          capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("[WARNING]")]
-        reason = next((ln for ln in lines if "ERROR" in ln or "Error" in ln), lines[0] if lines else "unknown error")
-        raise InventoryError(f"{path}: ansible-inventory could not read it: {reason}")
-    return json.loads(proc.stdout)
+def read(sources: Path | Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None) -> Inventory:
+    """Read ``sources`` with Ansible; every selected host becomes a Host or a Problem.
 
+    ``limit``: Ansible host patterns (names, groups). Raises InventoryError when a source cannot
+    be parsed, a vault option cannot be used, nothing is in it, or ``limit`` matches nothing.
+    """
+    from provision.inventory import _ansible, fields  # ansible-core only when an inventory is read
 
-def _all_hosts(data: dict) -> list[str]:
-    hosts = []
-    for group, body in data.items():
-        if group != "_meta" and isinstance(body, dict):
-            hosts.extend(body.get("hosts", []))
-    return hosts
-
-
-def _host(path: Path, name: str, hv: dict) -> Host:
-    where = f"{_source_file(path, name)}: host {name}"
-    address = hv.get("ansible_host")
-    if not address:
-        raise InventoryError(f"{where}: missing field 'ansible_host' (the address to reach it)")
-    profile = hv.get("provision_profile")
-    if not profile:
-        raise InventoryError(f"{where}: missing field 'provision_profile' (known: {', '.join(profiles.names())})")
-    try:
-        profiles.load(str(profile))
-    except ProfileError as exc:
-        raise InventoryError(f"{where}: field 'provision_profile': {exc}") from None
-    if not isinstance(address, str):
-        raise InventoryError(f"{where}: field 'ansible_host' must be a host name or address, got {address!r}")
-    port = hv.get("ansible_port", 22)
-    if not str(port).isascii() or not str(port).isdigit() or not 1 <= int(port) <= 65535:
-        raise InventoryError(f"{where}: field 'ansible_port' is not a port number (1-65535): {port!r}")
-    try:
-        profiles.load(str(profile)).with_overrides(hv.get("provision_reference_overrides"), f"host {name}")
-    except ProfileError as exc:
-        raise InventoryError(f"{_source_file(path, name)}: {exc}") from None
-    return Host(name=name, address=str(address), port=int(port), user=str(hv.get("ansible_user", "root")),
-                key_file=hv.get("ansible_ssh_private_key_file"), known_hosts_file=hv.get("provision_known_hosts_file"),
-                profile=str(profile), vars=hv)
-
-
-def _source_file(path: Path, name: str) -> Path:
-    """The inventory file that names ``name`` (for messages); the inventory path if none does."""
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in
-                                                 ("", ".yml", ".yaml", ".ini", ".cfg"))
-    for candidate in files:
+    sources = (sources,) if isinstance(sources, Path) else tuple(sources)
+    label = ", ".join(str(s) for s in sources)
+    session = _ansible.Session([str(s) for s in sources], vault.ids, vault.password_files)
+    selected, unknown = session.select(limit)
+    if unknown:
+        raise InventoryError(f"{label}: --limit names hosts not in the inventory: {', '.join(unknown)}")
+    if not selected:
+        raise InventoryError(f"{label}: inventory has no hosts")
+    hosts, problems = [], []
+    for ansible_host in selected:
         try:
-            if name in candidate.read_text(errors="replace"):
-                return candidate
-        except OSError:
-            continue
-    return path
+            hosts.append(fields.build(session, ansible_host))
+        except Problem as problem:
+            problems.append(problem)
+    return Inventory(path=sources[0], hosts=tuple(hosts), sources=sources, vault=vault,
+                     problems=_merge(problems), warnings=tuple(session.warnings()))
+
+
+def load(sources: Path | Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None) -> Inventory:
+    """``read``, raising the first Problem (one line: file, host, field). Raises InventoryError."""
+    inventory = read(sources, vault, limit)
+    if inventory.problems:
+        raise inventory.problems[0]
+    return inventory
+
+
+def _merge(problems: list[Problem]) -> tuple[Problem, ...]:
+    """One Problem per (file, field, text): a vault file nobody can open is one problem, not one per host."""
+    merged: dict[tuple, list[Problem]] = {}
+    for p in problems:
+        merged.setdefault((p.file, p.field, p.text), []).append(p)
+    out = []
+    for (file, field_name, text), same in merged.items():
+        names = [p.host for p in same]
+        host = ", ".join(names[:3]) + (f" (and {len(names) - 3} more)" if len(names) > 3 else "")
+        out.append(same[0] if len(same) == 1 else Problem(file, host, field_name, text))
+    return tuple(out)

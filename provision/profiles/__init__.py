@@ -82,6 +82,36 @@ class Profile:
         _validate(data, origin)
         return Profile(self.name, data, self.path)
 
+    def for_target(self, target: str | None) -> "Profile":
+        """A copy whose stack pins are those of ``target`` (``stack_targets``); ``stack_target`` set."""
+        if target is None:
+            return self
+        data = copy.deepcopy(self.data)
+        data.setdefault("stack", {}).update((stack_targets().get(target) or {}).get("stack") or {})
+        data["stack_target"] = target
+        return Profile(self.name, data, self.path)
+
+
+STACK_TARGETS = Path(__file__).with_name("stack_targets.yaml")
+
+
+def stack_targets() -> dict:
+    """Per NVIDIA repository folder, the stack pins that differ from a profile's (``stack_targets.yaml``)."""
+    return yaml.safe_load(STACK_TARGETS.read_text()) or {}
+
+
+def target_of(os_release: dict) -> str | None:
+    """NVIDIA's repository folder for a node from its /etc/os-release fields: ``ubuntu2404``,
+    ``debian12``, ``rhel9`` (Rocky, Alma, RHEL: ID_LIKE has rhel); None for other systems."""
+    ident, version = os_release.get("ID", ""), os_release.get("VERSION_ID", "")
+    if ident == "ubuntu":
+        return "ubuntu" + version.replace(".", "")
+    if ident == "debian":
+        return "debian" + version.split(".")[0]
+    if ident == "rhel" or "rhel" in os_release.get("ID_LIKE", "").split():
+        return "rhel" + version.split(".")[0]
+    return None
+
 
 def names() -> list[str]:
     """Names of the bundled profiles."""

@@ -7,7 +7,9 @@ that failed with their messages.
 from __future__ import annotations
 
 import os
+import shlex
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +21,12 @@ from provision.errors import RunnerError
 
 @dataclass
 class HostInstall:
-    """One host's install: ``status`` ok|failed|unreachable; ``roles`` role -> {tasks, changed, failed: [..]}."""
+    """One host's install: ``status`` ok|failed|unreachable; ``roles`` role -> {tasks, changed, failed: [..]};
+    ``reboot_pending`` when the driver waits for a reboot the inventory opted out of."""
 
     host: str
     status: str = "ok"
+    reboot_pending: bool = False
     changed: int = 0
     roles: dict = field(default_factory=lambda: defaultdict(lambda: {"tasks": 0, "changed": 0, "failed": []}))
 
@@ -36,22 +40,15 @@ class PlaybookResult:
     artifacts: str
 
 
-def run_playbook(playbook: str, inventory: Path, artifacts_dir: Path, limit: list[str] | None = None,
-                 tags: str | None = None, extravars: dict | None = None, progress=print) -> PlaybookResult:
-    """Run ``playbooks/<playbook>`` against ``inventory``. Raises RunnerError if it could not start."""
+def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
+                 limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
+                 vault_args: list[str] | None = None, progress=print) -> PlaybookResult:
+    """Run ``playbooks/<playbook>`` against one inventory or several (``-i`` each, later ones win).
+    ``vault_args``: ansible-playbook's vault options. Raises RunnerError if it could not start."""
     artifacts_dir.mkdir(parents=True, exist_ok=True)
     hosts: dict[str, HostInstall] = {}
-    envvars = {"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
-               "PATH": f"{Path(paths.tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    kwargs = dict(private_data_dir=str(artifacts_dir), playbook=str(paths.PLAYBOOKS / playbook),
-                  inventory=str(inventory), project_dir=str(paths.ROOT), envvars=envvars,
-                  extravars=extravars or {}, quiet=True, json_mode=False,
-                  event_handler=lambda e: _on_event(e, hosts, progress) or True,
-                  settings={"suppress_ansible_output": True})
-    if limit:
-        kwargs["limit"] = ",".join(limit)
-    if tags:
-        kwargs["tags"] = tags
+    kwargs = runner_kwargs(playbook, inventory, artifacts_dir, limit, tags, extravars, vault_args)
+    kwargs["event_handler"] = lambda e: _on_event(e, hosts, progress) or True
     try:
         result = ansible_runner.run(**kwargs)
     except Exception as exc:  # ansible-runner raises bare exceptions for a bad private dir
@@ -61,6 +58,32 @@ def run_playbook(playbook: str, inventory: Path, artifacts_dir: Path, limit: lis
                           f"see {artifacts_dir}/artifacts/{result.config.ident}/stdout")
     return PlaybookResult(playbook, result.rc, result.status, hosts,
                           str(Path(result.config.artifact_dir).relative_to(artifacts_dir.parent)))
+
+
+def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
+                  limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
+                  vault_args: list[str] | None = None) -> dict:
+    """The keyword arguments for ``ansible_runner.run`` (no event handler).
+
+    ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False whenever it is unset
+    (ansible_runner/config/_base.py), so it is set to True here: a changed host key stops the run.
+    ``inventory`` goes as a list of absolute paths, which ansible-runner passes as one ``-i`` each.
+    """
+    envvars = {"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
+               "ANSIBLE_HOST_KEY_CHECKING": "True",
+               "PATH": f"{Path(paths.tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    sources = [inventory] if isinstance(inventory, (str, Path)) else list(inventory)
+    kwargs = dict(private_data_dir=str(artifacts_dir), playbook=str(paths.PLAYBOOKS / playbook),
+                  inventory=[str(Path(s).resolve()) for s in sources], project_dir=str(paths.ROOT),
+                  envvars=envvars, extravars=extravars or {}, quiet=True, json_mode=False,
+                  settings={"suppress_ansible_output": True})
+    if limit:
+        kwargs["limit"] = ",".join(limit)
+    if tags:
+        kwargs["tags"] = tags
+    if vault_args:
+        kwargs["cmdline"] = shlex.join(vault_args)
+    return kwargs
 
 
 _LAST_ROLE = [""]
@@ -90,6 +113,10 @@ def _on_event(event: dict, hosts: dict[str, HostInstall], progress) -> None:
         entry.status = "failed"
         row["failed"].append({"task": data.get("task", ""), "msg": _msg(res)})
         progress(f"  install {host:<12} {role}: FAILED '{data.get('task', '')}': {_msg(res)}")
+    elif (res.get("ansible_facts") or {}).get("nvidia_driver_reboot_pending") is True:
+        # nvidia_driver with nvidia_driver_reboot false: installed, and waits for the operator's reboot.
+        entry.reboot_pending = True
+        progress(f"  install {host:<12} {role}: reboot pending (nvidia_driver_reboot is false)")
 
 
 def _msg(res: dict) -> str:

@@ -15,12 +15,18 @@ from pathlib import Path
 
 from provision.errors import RunnerError
 
-BASE_VERSION = "bookworm-v3"
+BASE_VERSION = "bookworm-v4"
 INCLUDE = [
     "openssh-server", "python3", "python3-apt", "python3-venv", "python3-pip", "python3-yaml",
     "tini", "iproute2", "procps", "ca-certificates", "sudo", "kmod", "pciutils", "util-linux",
-    "init-system-helpers", "sysvinit-utils", "gpgv", "lsb-release",
+    "init-system-helpers", "sysvinit-utils", "gpgv", "lsb-release", "gnupg",
 ]
+# Installed with apt inside the new root (debootstrap does not resolve alternatives such as
+# automake | automaken): what GPU servers carry before the stack goes on (DKMS and a compiler, the
+# build tools of the burn-in tools: Open MPI, cmake, Boost), and Debian's builds of dnf and rpm,
+# which Rocky Linux nodes run (see osflavor.py).
+EXTRA = ["dkms", "make", "g++", "cmake", "libopenmpi-dev", "openmpi-bin", "libboost-program-options-dev",
+         "dnf", "python3-dnf", "dnf-plugins-core", "rpm"]
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
@@ -62,9 +68,25 @@ def ensure_base(log=print) -> Path:
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise RunnerError(f"debootstrap failed (exit {proc.returncode}): {' | '.join(tail)}")
+    _install_extra(tmp)
     _finish(tmp)
     tmp.rename(base)
     return base
+
+
+def _install_extra(root: Path) -> None:
+    """apt-get install EXTRA inside the root, with /proc mounted for the packages' scripts."""
+    subprocess.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
+    try:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        proc = subprocess.run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends", *EXTRA],
+                              capture_output=True, text=True, env=env, check=False)
+        subprocess.run(["chroot", str(root), "apt-get", "clean"], capture_output=True, check=False)
+    finally:
+        subprocess.run(["umount", "-l", str(root / "proc")], check=False)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        raise RunnerError(f"apt-get install in the base root failed (exit {proc.returncode}): {' | '.join(tail)}")
 
 
 def _finish(root: Path) -> None:

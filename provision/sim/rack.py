@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +25,13 @@ import yaml
 from provision import profiles
 from provision.errors import ProvisionError, RunnerError
 from provision.sim import base as sim_base
-from provision.sim import hwmodel, keys, repo
+from provision.sim import hwmodel, keys, osflavor, repo, rpmrepo, snapshot
 
 INIT_SCRIPT = Path(__file__).with_name("node-init.sh")
 TOOLS_DIR = Path(__file__).with_name("tools")
 DEFAULT_ADDRESS_BASE = "127.0.1.10"
+DEFAULT_OS = "debian12"
+SITE_VARS = Path(__file__).with_name("site.yml")  # the rack's settings, copied into its hosts.yml
 SSH_READY_TIMEOUT_S = 15.0
 SIM_BONDING_DIR = "/var/lib/provision-sim/net/bonding"  # stands in for /proc/net/bonding
 
@@ -75,9 +78,20 @@ def is_up(inventory_dir: Path) -> bool:
     return bool(nodes) and all(n.alive() for n in nodes) and (inventory_dir / "hosts.yml").is_file()
 
 
+def os_plan(os_arg: str | list[str] | None, nodes: int) -> list[str]:
+    """Each node's OS: ``os_arg`` is one OS or a comma list given to the nodes in turn
+    (``ubuntu2204,rocky9`` over 4 nodes: ubuntu2204, rocky9, ubuntu2204, rocky9). Raises ProvisionError."""
+    names = os_arg if isinstance(os_arg, list) else [o.strip() for o in (os_arg or DEFAULT_OS).split(",") if o.strip()]
+    unknown = [o for o in names if o not in osflavor.OS_NAMES]
+    if not names or unknown:
+        raise ProvisionError(f"--os {os_arg!r}: known: {', '.join(osflavor.OS_NAMES)} (a comma list mixes them)")
+    return [names[i % len(names)] for i in range(nodes)]
+
+
 def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = DEFAULT_ADDRESS_BASE,
-       log=print) -> list[SimNode]:
-    """Start ``nodes`` simulated nodes of ``profile_name``; write hosts.yml. Raises RunnerError."""
+       log=print, os_arg: str | list[str] | None = None) -> list[SimNode]:
+    """Start ``nodes`` simulated nodes of ``profile_name``, each of its OS (``os_plan``); write a
+    self-contained hosts.yml. Raises RunnerError, ProvisionError."""
     if os.geteuid() != 0:
         raise RunnerError("the simulated rack needs root (namespaces, overlay mounts)")
     if inventory_dir.exists() and not inventory_dir.is_dir():
@@ -86,6 +100,7 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         log(f"sim: rack already running in {inventory_dir} (`provision sim down` first to change it)")
         return load_nodes(inventory_dir)
     down(inventory_dir, log=lambda *_: None)
+    plan = os_plan(os_arg, nodes)
     addresses = _addresses(address_base, nodes)
     profile = profiles.load(profile_name)
     lower = sim_base.ensure_base(log)
@@ -93,22 +108,26 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
     sdir.mkdir(parents=True, exist_ok=True)
     client_pub = keys.write_ed25519(sdir / "id_ed25519", "provision-controller")
     names = [f"node{i + 1:02d}" for i in range(nodes)]
-    repo_url = repo.serve(sdir / "repo", log)
+    repo_url = repo.serve(sdir / "repo", [snapshot.OS_TARGET[o] for o in plan], log)
+    os_rpm = rpmrepo.rocky_mirror(sdir / "repo/www", repo_url, sdir / "repo/work",
+                                  repo.signing_gpg(sdir / "repo")) if "rocky9" in plan else None
     known, started = [], []
     for index, (name, address) in enumerate(zip(names, addresses)):
         node_dir = sdir / "nodes" / name
         host_pub = _prepare_upper(node_dir / "upper", name, address, index, profile, client_pub, names, addresses)
+        osflavor.apply(node_dir / "upper", plan[index], repo_url, os_rpm)
         known.append(f"{name},{address} {host_pub.rsplit(' ', 1)[0]}")
         started.append(_start(node_dir, lower, name, address, sdir / "logs" / f"{name}.log"))
     (sdir / "known_hosts").write_text("\n".join(known) + "\n")
     (sdir / "rack.json").write_text(json.dumps(
         {"profile": profile.name, "repo_url": repo_url,
-         "nodes": [{"name": n.name, "address": n.address, "pid": n.pid} for n in started]}, indent=1))
+         "nodes": [{"name": n.name, "address": n.address, "pid": n.pid, "os": o} for n, o in zip(started, plan)]},
+        indent=1))
     for node in started:
         _wait_ssh(node)
-    _write_inventory(inventory_dir, started, profile.name, repo_url)
-    log(f"sim: {len(started)} node{'s' if len(started) > 1 else ''} of {profile.name} up ({addresses[0]}..{addresses[-1]}), "
-        f"package repository at {repo_url}")
+    _write_inventory(inventory_dir, started, plan, profile.name, repo_url)
+    log(f"sim: {len(started)} node{'s' if len(started) > 1 else ''} of {profile.name} up ({addresses[0]}..{addresses[-1]}; "
+        f"{', '.join(sorted(set(plan)))}), package repository at {repo_url}")
     return started
 
 
@@ -201,6 +220,13 @@ def _install_hardware_tools(upper: Path) -> None:
             shutil.copy(module, lib / module.name)
     bindir = upper / "usr/local/bin"
     bindir.mkdir(parents=True, exist_ok=True)
+    for tool, path in repo.NODE_TOOLS.items():
+        (upper / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(TOOLS_DIR / f"{tool}.py", upper / path.lstrip("/"))
+        (upper / path.lstrip("/")).chmod(0o755)
+    boot_id = upper / "var/lib/provision-sim/boot_id"
+    boot_id.parent.mkdir(parents=True, exist_ok=True)
+    boot_id.write_text(str(uuid.uuid4()) + "\n")
     for tool, command in repo.HARDWARE_TOOLS.items():
         src = TOOLS_DIR / f"{tool}.py"
         if src.is_file():
@@ -265,8 +291,12 @@ def _wait_ssh(node: SimNode) -> None:
                       f"(log: {node.name}.log in the rack's .sim/logs)")
 
 
-def _write_inventory(inventory_dir: Path, nodes: list[SimNode], profile: str, repo_url: str) -> None:
+def _write_inventory(inventory_dir: Path, nodes: list[SimNode], plan: list[str], profile: str,
+                     repo_url: str) -> None:
+    """hosts.yml that reaches the rack on its own: connection, known_hosts and the rack's site
+    settings (``site.yml``) are in it, so a rack started with ``--inventory DIR`` needs nothing else."""
     sdir = state_dir(inventory_dir).resolve()
+    site = yaml.safe_load(SITE_VARS.read_text())
     data = {"all": {
         "vars": {
             "ansible_user": "root",
@@ -274,8 +304,10 @@ def _write_inventory(inventory_dir: Path, nodes: list[SimNode], profile: str, re
             "provision_known_hosts_file": str(sdir / "known_hosts"),
             "provision_profile": profile,
             "provision_sim_repo_url": repo_url,
+            **site,
         },
-        "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address} for n in nodes}}},
+        "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address, "provision_sim_os": o}
+                                             for n, o in zip(nodes, plan)}}},
     }}
     header = "---\n# Written by `provision sim up`: the simulated rack now running. Do not edit.\n"
-    (inventory_dir / "hosts.yml").write_text(header + yaml.safe_dump(data, sort_keys=False))
+    (inventory_dir / "hosts.yml").write_text(header + yaml.safe_dump(data, sort_keys=False, width=200))

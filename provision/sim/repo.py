@@ -1,12 +1,17 @@
-"""The simulated rack's signed apt repository, built from ``packages.yaml`` and served on loopback.
+"""The simulated rack's signed package repositories, built from the snapshots and served on loopback.
 
-Layout mirrors NVIDIA's flat CUDA repository (``compute/cuda/repos/debian12/x86_64/``, suite ``/``)
-so that the roles' real-hardware path (apt repository + signed-by keyring) runs unchanged
-with only the base URL pointed here. Packages are built with dpkg-deb, indexed with
-apt-ftparchive and signed with gpg, as a real mirror is.
+For every target a rack needs, the CUDA repository is laid out as NVIDIA lays it out
+(``compute/cuda/repos/<target>/x86_64/``, flat, suite ``/``; ``snapshot.load(target).repository``)
+with the packages, exact versions and dependencies of ``snapshot/<target>.yaml`` and nothing else;
+the signing key is published under NVIDIA's own key file name. Debian-family folders are
+built with dpkg-deb and apt-ftparchive and signed (InRelease, Release.gpg); the rhel9 folder
+with rpmbuild, rpmsign, createrepo_c and the module metadata (``modules.yaml``) that
+``dnf module`` reads. What is simulated is only the packages' contents: the commands a package
+ships are the simulated tools (``provision/sim/tools/``), and its systemd units start them.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,62 +20,128 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jinja2
-import yaml
 
 from provision.errors import RunnerError
+from provision.sim import rpmrepo, snapshot, sources
 
 HERE = Path(__file__).parent
-REPO_SUBDIR = "compute/cuda/repos/debian12/x86_64"
-KEY_NAME = "provision-sim.pub"
 # Hardware and kernel views, copied straight into each node (not packaged): tool -> command.
 # fio stands for the node's storage path (the checkpoint store and its bond), which is simulated too.
 HARDWARE_TOOLS = {"dmesg": "dmesg", "lspci": "lspci", "fio": "fio"}
+# Node-level stand-ins that are not hardware: tool -> its path in the node.
+NODE_TOOLS = {"provision_sim_reboot": "/usr/local/sbin/provision-sim-reboot"}
+# A shipped command -> the simulated tool that stands for it ("daemon": a do-nothing service).
+SIM_TOOLS = {"nvidia-smi": "nvidia_smi", "nvcc": "nvcc", "dcgmi": "dcgmi", "ib_write_bw": "ib_write_bw",
+             "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo",
+             "nvidia-persistenced": "daemon", "nv-fabricmanager": "daemon", "nv-hostengine": "daemon"}
+# A systemd unit -> the daemon it runs (names as NVIDIA's units: nvidia-persistenced.service,
+# nvidia-fabricmanager.service, nvidia-dcgm.service).
+SERVICE_DAEMONS = {"nvidia-persistenced": "nvidia-persistenced", "nvidia-fabricmanager": "nv-fabricmanager",
+                   "nvidia-dcgm": "nv-hostengine"}
+# Driver branch -> the CUDA version its nvidia-smi reports ("CUDA Version: 12.4" for 550; NVIDIA's
+# CUDA Toolkit release notes, table 3: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/).
+DRIVER_CUDA = {"535": "12.2", "550": "12.4", "560": "12.6", "570": "12.8"}
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), keep_trailing_newline=True,
                           undefined=jinja2.StrictUndefined, autoescape=False)
 
 
-def package_specs() -> list[dict]:
-    """The package list from packages.yaml."""
-    return yaml.safe_load((HERE / "packages.yaml").read_text())["packages"]
+def cuda_dir(target: str) -> str:
+    return f"compute/cuda/repos/{target}/x86_64"
 
 
-def build(repo_dir: Path) -> Path:
-    """Build every package into ``repo_dir/www/<REPO_SUBDIR>``, index and sign it; return that folder."""
-    dist = repo_dir / "www" / REPO_SUBDIR
+def build(repo_dir: Path, targets: list[str]) -> dict[str, Path]:
+    """Build and sign the repository of each target under ``repo_dir/www``; return target -> folder."""
+    gpg = _keyring(repo_dir)
+    out = {}
+    for target in sorted(set(targets)):
+        out[target] = _build_folder(snapshot.load(target), repo_dir / "www" / cuda_dir(target), gpg)
+        doca = snapshot.doca(target)
+        if doca is not None:
+            folder = repo_dir / "www" / urlsplit(doca.repository["url"]).path.strip("/")
+            _build_folder(doca, folder, gpg)
+            _run(gpg + ["--armor", "--export"], out=folder.parents[2] / snapshot.DOCA_KEY)
+    return out
+
+
+def _build_folder(snap: snapshot.Snapshot, dist: Path, gpg: list[str]) -> Path:
     dist.mkdir(parents=True, exist_ok=True)
+    _run(gpg + ["--armor", "--export"], out=dist / snap.repository["signing_key"])
     with tempfile.TemporaryDirectory() as tmp:
-        for spec in package_specs():
-            _build_one(spec, Path(tmp) / spec["name"], dist)
-    _run(["apt-ftparchive", "packages", "."], cwd=dist, out=dist / "Packages")
-    _run(["apt-ftparchive", "-o", "APT::FTPArchive::Release::Origin=provision-sim",
-          "-o", "APT::FTPArchive::Release::Label=provision-sim", "release", "."], cwd=dist, out=dist / "Release")
-    _sign(repo_dir, dist)
+        trees = {p.name: package_tree(snap, p, Path(tmp) / p.name) for p in snap.packages}
+        if snap.format == "deb":
+            _deb_repo(snap, trees, dist, gpg)
+        else:
+            rpmrepo.build(snap, trees, dist, gpg)
     return dist
 
 
-def _build_one(spec: dict, root: Path, dist: Path) -> None:
-    for dest, source in spec["files"].items():
-        path = root / dest.lstrip("/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if "tool" in source:
-            tool = HERE / "tools" / f"{source['tool']}.py"
-            if not tool.is_file():
-                raise RunnerError(f"{HERE / 'packages.yaml'}: package {spec['name']}: no simulated tool {tool.name}")
-            path.write_text(tool.read_text())
-            path.chmod(0o755)
-        else:
-            path.write_text(source["text"])
-    for service in spec.get("services", []):
-        daemon = next(d for d, s in spec["files"].items() if s.get("tool") == "daemon")
-        _render(root / "etc/init.d" / service, "init.d.j2", 0o755, service=service, daemon=daemon)
-        _render(root / "lib/systemd/system" / f"{service}.service", "unit.service.j2", 0o644,
-                service=service, daemon=daemon)
-    _render(root / "DEBIAN/control", "control.j2", 0o644, pkg={"depends": None, **spec})
-    version = str(spec["version"]).split(":", 1)[-1]
-    _run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root),
-          str(dist / f"{spec['name']}_{version}_all.deb")])
+def package_tree(snap: snapshot.Snapshot, pkg: snapshot.Package, root: Path) -> Path:
+    """The files of one package under ``root``: its shipped commands as simulated tools, its units,
+    and the small facts the simulated tools read (driver, CUDA, NCCL versions)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for shipped in pkg.ships:
+        name = Path(shipped).name
+        if shipped.endswith(".service"):
+            service = name.removesuffix(".service")
+            daemon = _daemon_path(snap, service)
+            _render(root / shipped.lstrip("/"), "unit.service.j2", 0o644, service=service, daemon=daemon)
+            # Simulated nodes have no systemd: the same service as a SysV script for `service`.
+            _render(root / "etc/init.d" / service, "init.d.j2", 0o755, service=service, daemon=daemon)
+        elif name in SIM_TOOLS:
+            _copy_tool(SIM_TOOLS[name], root / shipped.lstrip("/"))
+        elif name == "nccl.h":
+            major, minor, patch = (pkg.upstream.split(".") + ["0", "0"])[:3]
+            _write(root / shipped.lstrip("/"), f"#define NCCL_MAJOR {major}\n#define NCCL_MINOR {minor}\n"
+                                                f"#define NCCL_PATCH {patch}\n")
+    for rel, text in _facts(snap, pkg).items():
+        _write(root / rel, text)
+    return root
+
+
+def _facts(snap: snapshot.Snapshot, pkg: snapshot.Package) -> dict[str, str]:
+    """Files the simulated tools read to know what is installed (what a real binary knows itself)."""
+    facts = {}
+    if any(Path(s).name == "nvidia-smi" for s in pkg.ships):
+        branch = pkg.upstream.split(".")[0]
+        facts["usr/lib/provision-sim/nvidia-driver.json"] = json.dumps(
+            {"version": pkg.upstream, "cuda_version": DRIVER_CUDA.get(branch, "12.4")})
+    nvcc = next((s for s in pkg.ships if Path(s).name == "nvcc"), None)
+    if nvcc:
+        home = Path(nvcc).parent.parent
+        mm = home.name.removeprefix("cuda-").replace(".", "-")
+        toolkit = snap.package(f"cuda-toolkit-{mm}")
+        facts[str(home / "version.json").lstrip("/")] = json.dumps(
+            {"cuda": {"name": "CUDA SDK", "version": toolkit.upstream if toolkit else pkg.upstream},
+             "cuda_nvcc": {"name": "CUDA NVCC", "version": pkg.upstream}})
+    if pkg.role == "nccl" and not pkg.name.endswith(("-dev", "-devel")):
+        facts["usr/lib/provision-sim/nccl.json"] = json.dumps({"version": pkg.upstream})
+    return facts
+
+
+def _daemon_path(snap: snapshot.Snapshot, service: str) -> str:
+    daemon = SERVICE_DAEMONS.get(service, service)
+    for pkg in snap.packages:
+        for shipped in pkg.ships:
+            if Path(shipped).name == daemon:
+                return shipped
+    return f"/usr/bin/{daemon}"
+
+
+def _copy_tool(tool: str, dest: Path) -> None:
+    src = HERE / "tools" / f"{tool}.py"
+    if not src.is_file():
+        raise RunnerError(f"no simulated tool {src.name} for {dest.name}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(src.read_text())
+    dest.chmod(0o755)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 def _render(path: Path, template: str, mode: int, **values) -> None:
@@ -79,15 +150,36 @@ def _render(path: Path, template: str, mode: int, **values) -> None:
     path.chmod(mode)
 
 
-def _sign(repo_dir: Path, dist: Path) -> None:
-    """Make a signing key for this rack, export it beside the repo, write InRelease and Release.gpg."""
+def _deb_repo(snap: snapshot.Snapshot, trees: dict[str, Path], dist: Path, gpg: list[str]) -> None:
+    for pkg in snap.packages:
+        root = trees[pkg.name]
+        arch = {"x86_64": "amd64", "noarch": "all"}.get(pkg.arch, pkg.arch)
+        _render(root / "DEBIAN/control", "control.j2", 0o644, pkg=pkg, arch=arch,
+                depends=", ".join(pkg.depends))
+        version = pkg.version.split(":", 1)[-1]
+        _run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root),
+              str(dist / f"{pkg.name}_{version}_{arch}.deb")])
+    _run(["apt-ftparchive", "packages", "."], cwd=dist, out=dist / "Packages")
+    _run(["apt-ftparchive", "-o", "APT::FTPArchive::Release::Origin=NVIDIA",
+          "-o", "APT::FTPArchive::Release::Label=NVIDIA CUDA", "release", "."], cwd=dist, out=dist / "Release")
+    _run(gpg + ["--yes", "--clearsign", "-o", str(dist / "InRelease"), str(dist / "Release")])
+    _run(gpg + ["--yes", "--armor", "--detach-sign", "-o", str(dist / "Release.gpg"), str(dist / "Release")])
+
+
+def signing_gpg(repo_dir: Path) -> list[str]:
+    """The gpg argv prefix that signs with this rack's key."""
+    return _keyring(repo_dir)
+
+
+def _keyring(repo_dir: Path) -> list[str]:
+    """This rack's signing key (made once per rack); returns the gpg argv prefix that uses it."""
     home = repo_dir / "gnupg"
-    home.mkdir(mode=0o700, exist_ok=True)
     gpg = ["gpg", "--batch", "--homedir", str(home), "--pinentry-mode", "loopback", "--passphrase", ""]
-    _run(gpg + ["--quick-gen-key", "provision simulated rack repository", "ed25519", "sign", "never"])
-    _run(gpg + ["--armor", "--export"], out=dist / KEY_NAME)
-    _run(gpg + ["--clearsign", "-o", str(dist / "InRelease"), str(dist / "Release")])
-    _run(gpg + ["--armor", "--detach-sign", "-o", str(dist / "Release.gpg"), str(dist / "Release")])
+    if not home.is_dir():
+        home.mkdir(mode=0o700, parents=True)
+        _run(gpg + ["--quick-gen-key", "provision simulated rack repository <sim@localhost>", "rsa3072",
+                    "sign", "never"])
+    return gpg
 
 
 def _run(argv: list[str], cwd: Path | None = None, out: Path | None = None) -> None:
@@ -98,9 +190,10 @@ def _run(argv: list[str], cwd: Path | None = None, out: Path | None = None) -> N
         out.write_bytes(proc.stdout)
 
 
-def serve(repo_dir: Path, log=print) -> str:
-    """Build the repository and serve it over HTTP on 127.0.0.1; return its base URL."""
-    build(repo_dir)
+def serve(repo_dir: Path, targets: list[str], log=print) -> str:
+    """Build the repositories and serve them over HTTP on 127.0.0.1; return the base URL."""
+    build(repo_dir, targets)
+    sources.build(repo_dir / "www")  # burn-in tool source archives, as GitHub names them
     port = _free_port()
     with open(repo_dir / "http.log", "ab") as out:
         proc = subprocess.Popen(

@@ -4,6 +4,7 @@ Format (YAML)::
 
     nodes: 4                       # rack size
     profile: h100-sxm5-80g-ndr     # hardware profile of every node
+    os: [ubuntu2204, rocky9]       # optional: node OS, one name or a list given in turn
     faults:                        # optional: node -> list of faults (see `provision sim faults`)
       node02:
         - {kind: ib_rate, device: mlx5_3, value: 200}
@@ -39,6 +40,13 @@ def load(path: Path) -> dict:
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
         raise ProvisionError(f"{path}: field 'nodes' must be a positive integer, got {nodes!r}")
     profiles.load(str(data.get("profile", "h100-sxm5-80g-ndr")))
+    if data.get("os") is not None:
+        if not isinstance(data["os"], (str, list)):
+            raise ProvisionError(f"{path}: field 'os' must be an OS name or a list of them")
+        try:
+            rack.os_plan(data["os"], nodes)
+        except ProvisionError as exc:
+            raise ProvisionError(f"{path}: field 'os': {exc}") from None
     names = {f"node{i + 1:02d}" for i in range(nodes)}
     for node, items in (data.get("faults") or {}).items():
         if node not in names:
@@ -52,11 +60,13 @@ def load(path: Path) -> dict:
     return data
 
 
-def up(path: Path, inventory_dir: Path, address_base: str) -> int:
-    """Start the scenario's rack and inject its faults. Returns an exit status."""
+def up(path: Path, inventory_dir: Path, address_base: str, os_arg: str | None = None) -> int:
+    """Start the scenario's rack (its ``os``, a name or list, unless ``os_arg`` is given) and
+    inject its faults. Returns an exit status."""
     data = load(path)
     inventory_dir.mkdir(parents=True, exist_ok=True)
-    rack.up(inventory_dir, data["nodes"], data.get("profile", "h100-sxm5-80g-ndr"), address_base)
+    rack.up(inventory_dir, data["nodes"], data.get("profile", "h100-sxm5-80g-ndr"), address_base,
+            os_arg=os_arg or data.get("os"))
     for node, items in (data.get("faults") or {}).items():
         for item in items or []:
             value = None if item.get("value") is None else str(item["value"])

@@ -20,13 +20,14 @@ def provision(*args, timeout=1800):
 
 
 @contextlib.contextmanager
-def own_rack(folder, group_vars=None, nodes=3):
-    """A simulated rack in ``folder`` (a copy of the sim site plus ``group_vars``) on free addresses."""
+def own_rack(folder, group_vars=None, nodes=3, os_names=None):
+    """A simulated rack in ``folder`` (a copy of the sim site plus ``group_vars``) on free addresses;
+    ``os_names`` (comma list) gives the nodes their OS in turn."""
     shutil.copytree(paths.ROOT / "inventory/sim/group_vars", folder / "group_vars")
     if group_vars:
         (folder / "group_vars/gpu_nodes.yml").write_text(yaml.safe_dump(group_vars))
     up = provision("sim", "up", "--nodes", str(nodes), "--inventory", str(folder), "--address-base",
-                   free_address_base(nodes))
+                   free_address_base(nodes), *(["--os", os_names] if os_names else []))
     assert up.returncode == 0, up.stderr
     try:
         yield folder

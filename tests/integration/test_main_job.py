@@ -1,9 +1,11 @@
-"""The main job end to end on a 3-node simulated rack: real sshd, real Ansible, real apt.
+"""The main job end to end on a mixed simulated rack: real sshd, real Ansible, real apt and dnf.
 
-Starts its own rack in a temporary inventory on its own addresses (so a user's running rack
-is untouched), runs `provision run`, checks every node passed with the expected JUnit
-testcases, runs the install again and checks nothing changed, breaks one node's hardware
-and checks exactly that node fails with the device named, then stops the rack.
+Starts its own rack of four nodes, one of each target distribution (Ubuntu 22.04, Ubuntu 24.04,
+Debian 12, Rocky Linux 9), in a temporary inventory on its own addresses (so a user's running
+rack is untouched), runs `provision run`, checks every node passed with the expected JUnit
+testcases, runs the install again and checks nothing changed on any of the four, breaks one
+node's hardware and checks exactly that node fails with the device named, changes one node's
+host key and checks that node alone is stopped, for the install and for the burn-in.
 """
 import json
 import xml.etree.ElementTree as ET
@@ -17,13 +19,15 @@ from provision.sim import rack
 from tests.integration.conftest import own_rack, provision
 
 pytestmark = pytest.mark.integration
-ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "framework_venv", "burnin_tools"}
+ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "stack_hold", "framework_venv", "burnin_tools"}
+OS_MIX = "ubuntu2204,ubuntu2404,debian12,rocky9"
+HOSTS = ("node01", "node02", "node03", "node04")
 CHECKS = set(ORDER)
 
 
 @pytest.fixture(scope="module")
 def sim_rack(tmp_path_factory):
-    with own_rack(tmp_path_factory.mktemp("rack")) as inv:
+    with own_rack(tmp_path_factory.mktemp("rack"), nodes=4, os_names=OS_MIX) as inv:
         yield inv
 
 
@@ -36,7 +40,7 @@ def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
     first = provision("run", "-i", str(sim_rack), "--run-id", run_id)
     assert first.returncode == 0, first.stdout[-3000:]
     rep = report_of(run_id)
-    assert rep["hosts"] == {"node01": "pass", "node02": "pass", "node03": "pass"}
+    assert rep["hosts"] == dict.fromkeys(HOSTS, "pass")
     for host in rep["hosts"]:
         assert rep["install"][host]["status"] == "ok" and rep["install"][host]["changed"] > 0
         suite = ET.parse(paths.RUNS / run_id / "junit" / f"{host}.xml").getroot()
@@ -53,8 +57,9 @@ def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
 
     again = provision("install", "-i", str(sim_rack), "--run-id", run_id + "-again")
     assert again.returncode == 0
-    assert {h: r["changed"] for h, r in report_of(run_id + "-again")["install"].items()} == {
-        "node01": 0, "node02": 0, "node03": 0}
+    assert {h: r["changed"] for h, r in report_of(run_id + "-again")["install"].items()} == dict.fromkeys(HOSTS, 0)
+    # The stack check read rpm on the Rocky node and dpkg on the others.
+    assert (paths.RUNS / run_id / "raw/node04/os-release.txt").read_text().startswith('NAME="Rocky Linux"')
 
     # Break node02's hardware: one HCA trains at HDR 200 on this NDR profile.
     node = next(n for n in rack.load_nodes(sim_rack) if n.name == "node02")
@@ -65,7 +70,29 @@ def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
     broken = provision("burnin", "-i", str(sim_rack), "--run-id", run_id + "-fault", "--checks", "ib_ports")
     assert broken.returncode == 1
     rep = report_of(run_id + "-fault")
-    assert rep["hosts"] == {"node01": "pass", "node02": "fail", "node03": "pass"}
+    assert rep["hosts"] == {"node01": "pass", "node02": "fail", "node03": "pass", "node04": "pass"}
     message = rep["burnin"]["node02"][0]["message"]
     assert "mlx5_5 port 1: rate_Gbps = 200 Gb/s, expected 400 Gb/s" in message
     assert "node02 burnin.ib_ports FAIL" in broken.stdout
+
+
+def test_a_changed_host_key_stops_that_host(sim_rack, request):
+    """node03's known key no longer matches its sshd: install and burn-in refuse it, the others run."""
+    known = sim_rack / ".sim/known_hosts"
+    lines = known.read_text().splitlines()
+    other = next(ln for ln in lines if ln.startswith("node01,")).split(" ", 1)[1]
+    known.write_text("\n".join(ln if not ln.startswith("node03,") else ln.split(" ", 1)[0] + " " + other
+                               for ln in lines) + "\n")
+    run_id = f"itest-hostkey-{id(sim_rack) % 10000}"
+    install = provision("install", "-i", str(sim_rack), "--run-id", run_id, "--tags", "driver")
+    assert install.returncode == 1
+    rep = report_of(run_id)
+    assert rep["install"]["node03"]["status"] == "unreachable"
+    assert {h: rep["install"][h]["status"] for h in ("node01", "node02", "node04")} == dict.fromkeys(
+        ("node01", "node02", "node04"), "ok")
+    assert "host key" in install.stdout.lower()
+    burnin = provision("burnin", "-i", str(sim_rack), "--run-id", run_id + "-b", "--checks", "xid")
+    assert burnin.returncode == 1
+    rep = report_of(run_id + "-b")
+    assert rep["hosts"] == {"node01": "pass", "node02": "pass", "node03": "error", "node04": "pass"}
+    assert "host key" in rep["burnin"]["node03"][0]["message"].lower()

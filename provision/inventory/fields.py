@@ -1,0 +1,130 @@
+"""One host's fields, templated as Ansible templates them, and checked before anything runs.
+
+``build(session, ansible_host) -> Host`` raises ``Problem`` (file, host, field, text). A host
+without ``provision_profile`` is not a GPU node: it is built, not refused. A GPU node may not
+turn host key checking off (``ansible_host_key_checking: false``, or ssh args carrying
+``StrictHostKeyChecking=no`` or ``UserKnownHostsFile=/dev/null``).
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from provision import profiles
+from provision.errors import ProfileError
+from provision.inventory import Host, Problem
+from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
+
+ADDRESS = ("ansible_host", "ansible_ssh_host")
+PORT = ("ansible_port", "ansible_ssh_port")
+USER = ("ansible_user", "ansible_ssh_user")
+KEY_FILE = ("ansible_ssh_private_key_file", "ansible_private_key_file")
+HOST_KEY_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
+SSH_ARGS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args")
+WEAK_SSH = re.compile(r"StrictHostKeyChecking[= ]+(no|off)\b|UserKnownHostsFile[= ]+/dev/null", re.IGNORECASE)
+TEMPLATED = ("provision_reference_overrides", "provision_check_timeouts")
+
+
+class Fields:
+    """A host's variables; ``get`` templates one field, ``problem`` names the file it came from."""
+
+    def __init__(self, session: Session, host):
+        self.session, self.name = session, host.name
+        try:
+            self.vars = session.host_vars(host)
+        except AnsibleError as exc:
+            where = session.undecryptable_file(host) if "vault" in str(exc).lower() else None
+            text = f"cannot decrypt it: {one_line(exc).rstrip('.')} (give --vault-password-file or --vault-id)"
+            raise Problem(where or _defined_in(host), host.name, None, text if where else one_line(exc)) from None
+        self.templar = session.templar(self.vars)
+
+    def get(self, names: tuple[str, ...], default=None):
+        """(field name, templated value) of the first of ``names`` the host has, else (names[0], default)."""
+        for name in names:
+            if name in self.vars:
+                try:
+                    return name, plain(self.templar.template(self.vars[name]))
+                except AnsibleError as exc:
+                    raise self.problem(name, f"field '{name}' cannot be templated: {one_line(exc)}") from None
+        return names[0], default
+
+    def problem(self, name: str, text: str) -> Problem:
+        return Problem(origin(self.vars.get(name)) or self.vars.get("inventory_file") or "?", self.name, name, text)
+
+
+def build(session: Session, ansible_host) -> Host:
+    """The Host for one of Ansible's hosts. Raises Problem."""
+    f = Fields(session, ansible_host)
+    name = ansible_host.name
+    field, address = f.get(ADDRESS, name)  # Ansible's default: the inventory name is the address
+    if not isinstance(address, str) or not address:
+        raise f.problem(field, f"field '{field}' must be a host name or address, got {address!r}")
+    field, port = f.get(PORT, 22)
+    if isinstance(port, bool) or not str(port).isascii() or not str(port).isdigit() or not 1 <= int(port) <= 65535:
+        raise f.problem(field, f"field '{field}' is not a port number (1-65535): {port!r}")
+    profile = _profile(f)
+    host_vars = {k: v for k, v in f.vars.items() if k not in INTERNAL_VARS}
+    host_vars.update({k: f.get((k,))[1] for k in TEMPLATED if k in f.vars})
+    if profile is not None:
+        _check_overrides(f, profile, host_vars.get("provision_reference_overrides"))
+        _check_host_keys(f)
+    groups = tuple(sorted(g.name for g in ansible_host.get_groups() if g.name != "all"))
+    return Host(name=name, address=address, port=int(port), user=str(f.get(USER, "root")[1]),
+                key_file=f.get(KEY_FILE)[1], known_hosts_file=f.get(("provision_known_hosts_file",))[1],
+                profile=profile, groups=groups, vars=host_vars)
+
+
+def plain(value):
+    """``value`` as plain Python types (Ansible hands back tagged str/int/dict subclasses)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    for kind in (bool, str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+def _profile(f: Fields) -> str | None:
+    field, name = f.get(("provision_profile",))
+    if name is None or name == "":
+        return None
+    try:
+        _profile_named(str(name))
+    except ProfileError as exc:
+        raise f.problem(field, f"field '{field}': {exc}") from None
+    return str(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _profile_named(name: str) -> profiles.Profile:
+    """A profile, parsed once per process however many hosts name it (with_overrides copies it)."""
+    return profiles.load(name)
+
+
+def _check_overrides(f: Fields, profile: str, overrides) -> None:
+    try:
+        _profile_named(profile).with_overrides(overrides, f"host {f.name}")
+    except ProfileError as exc:
+        raise f.problem("provision_reference_overrides", str(exc).removeprefix(f"host {f.name}: ")) from None
+
+
+def _check_host_keys(f: Fields) -> None:
+    for name in HOST_KEY_CHECKING:
+        field, value = f.get((name,))
+        if value is not None and not boolean(value, strict=False):
+            raise f.problem(field, f"field '{field}' turns host key checking off; a GPU node's host key is "
+                                   "always checked (remove it, and add the node's key to known_hosts)")
+    for name in SSH_ARGS:
+        field, value = f.get((name,))
+        if value is not None and WEAK_SSH.search(str(value)):
+            raise f.problem(field, f"field '{field}' turns host key checking off "
+                                   f"({WEAK_SSH.search(str(value)).group(0)}); a GPU node's host key is always checked")
+
+
+def _defined_in(host) -> str:
+    """The inventory source that added ``host``, as Ansible recorded it."""
+    return str(host.vars.get("inventory_file") or "?")

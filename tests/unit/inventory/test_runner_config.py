@@ -1,0 +1,53 @@
+"""What reaches ansible-runner: host key checking on, every -i, vault options; and the install
+phase targets only GPU nodes. Nothing here runs a playbook."""
+import os
+
+from ansible_runner.interface import init_runner
+
+from provision import core, inventory, paths
+from provision.runner import ansible
+from provision.runner.ansible import PlaybookResult
+
+DATA = paths.ROOT / "tests" / "data" / "inventories"
+LAYERS = [DATA / "slurm-appliance" / "common" / "inventory", DATA / "slurm-appliance" / "site" / "inventory"]
+
+
+def test_runner_config_checks_host_keys_and_takes_every_inventory(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANSIBLE_HOST_KEY_CHECKING", raising=False)
+    kwargs = ansible.runner_kwargs("site.yml", LAYERS, tmp_path, limit=["site-gpu-0"],
+                                   vault_args=["--vault-password-file", "/secrets/pw"])
+    assert kwargs["envvars"]["ANSIBLE_HOST_KEY_CHECKING"] == "True"
+    runner = init_runner(**kwargs)  # ansible-runner's own config, prepared as for a run
+    assert runner.config.env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
+    command = runner.config.command
+    assert [command[i + 1] for i, a in enumerate(command) if a == "-i"] == [str(p) for p in LAYERS]
+    assert command[command.index("--vault-password-file") + 1] == "/secrets/pw"
+    assert command[command.index("--limit") + 1] == "site-gpu-0"
+
+
+def test_user_environment_cannot_turn_host_key_checking_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANSIBLE_HOST_KEY_CHECKING", "False")
+    runner = init_runner(**ansible.runner_kwargs("site.yml", LAYERS[0], tmp_path))
+    assert runner.config.env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
+
+
+def test_project_config_keeps_strict_ssh_args():
+    text = (paths.ROOT / "ansible.cfg").read_text()
+    assert "host_key_checking = True" in text and "StrictHostKeyChecking=yes" in text
+
+
+def test_install_targets_only_gpu_nodes(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run_playbook(playbook, sources, artifacts_dir, limit=None, tags=None, vault_args=None, **_):
+        calls.append((playbook, list(sources), limit, vault_args))
+        return PlaybookResult(playbook, 0, "successful", {}, "ansible/artifacts/x")
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    monkeypatch.setattr(ansible, "run_playbook", fake_run_playbook)
+    vault = inventory.Vault(password_files=(str(DATA / "homelab-vault-password.txt"),))
+    status = core.job([str(DATA / "homelab")], ("install",), vault=vault, progress=lambda *_: None)
+    assert calls == [("site.yml", [DATA / "homelab"], ["gpubox"],
+                      ["--vault-password-file", str(DATA / "homelab-vault-password.txt")])]
+    assert status == 1  # the fake run installed nothing: gpubox never ran
+    assert os.listdir(tmp_path)
