@@ -4,7 +4,9 @@ Steps, one per fact: ``driver`` = ``nvidia-smi --query-gpu=driver_version --form
 (one version per GPU line; nvidia-smi 535-570), ``cuda`` = ``/usr/local/cuda-X.Y/bin/nvcc
 --version`` ("Cuda compilation tools, release 12.4, V12.4.131"; CUDA 11.x-12.x), ``packages``
 = ``dpkg-query -W --showformat='${Package} ${Version} ${db:Status-Abbrev}\\n' PKG...``
-("libnccl2 2.21.5-1+cuda12.4 ii "; dpkg 1.16.2+ for db:Status-Abbrev). No registered
+("libnccl2 2.21.5-1+cuda12.4 ii "; dpkg 1.16.2+ for db:Status-Abbrev), or on EL nodes (the
+node's os-release, read by the engine) ``rpm -q --queryformat '%{NAME} %{VERSION}-%{RELEASE}\\n'``
+("libnccl 2.21.5-1+cuda12.4"; rpm 4.x) with NVIDIA's rhel9 names. No registered
 parser covers these, so the module holds three small pure ones; ``parse`` tells them apart by
 the text (nvcc banner, bare version lines, package lines) and raises ParseError on anything
 else. Framework virtualenvs are not checked yet: profiles name no venvs to import from.
@@ -55,7 +57,7 @@ def packages(profile) -> dict[str, str]:
     return {cudnn: str(stack["cudnn_version"]), nccl_package(profile): str(stack["nccl_version"])}
 
 
-STEP_TOOLS = {"driver": "nvidia-smi", "cuda": "nvcc", "packages": "dpkg-query"}  # step -> its tool
+STEP_TOOLS = {"driver": "nvidia-smi", "cuda": "nvcc", "packages": "package-query"}  # step -> its tool
 
 
 def steps(profile, host) -> list[Step]:
@@ -71,7 +73,7 @@ def steps(profile, host) -> list[Step]:
 
 
 def parse(text: str) -> dict:
-    """One step's output: nvcc --version, nvidia-smi driver_version lines or dpkg-query lines."""
+    """One step's output: nvcc --version, nvidia-smi driver_version lines or dpkg-query / rpm -q lines."""
     if not text or not text.strip():
         raise ParseError("the output is empty")
     if "Cuda compiler driver" in text or "Cuda compilation tools" in text:
@@ -81,7 +83,7 @@ def parse(text: str) -> dict:
         return _driver(text, rows)
     if all(_PACKAGE.match(r) for r in rows):
         return _packages(text, rows)
-    raise ParseError(f"not nvidia-smi driver_version, nvcc --version or dpkg-query output: {rows[0][:80]!r}")
+    raise ParseError(f"not nvidia-smi driver_version, nvcc --version or dpkg-query/rpm output: {rows[0][:80]!r}")
 
 
 def _driver(text: str, rows: list[str]) -> dict:
@@ -103,12 +105,12 @@ def _packages(text: str, rows: list[str]) -> dict:
     for row in rows:
         name, version, status = _PACKAGE.match(row).groups()
         found[name] = {"version": version, "status": status}
-    return {"tool": "dpkg-query", "complete": text.endswith("\n"), "packages": found}
+    return {"tool": "package-query", "complete": text.endswith("\n"), "packages": found}
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
     require_tools(parsed, STEP_TOOLS)
-    judges = {"nvidia-smi": _judge_driver, "nvcc": _judge_cuda, "dpkg-query": _judge_packages}
+    judges = {"nvidia-smi": _judge_driver, "nvcc": _judge_cuda, "package-query": _judge_packages}
     findings: list[Finding] = []
     for result in parsed.values():
         findings += judges[result["tool"]](result, profile)
@@ -130,7 +132,7 @@ def _judge_packages(result: dict, profile) -> list[Finding]:
     stack, found, out = profile["stack"], result["packages"], []
     for name, pin in packages(profile).items():
         if name not in found:
-            raise ParseError(f"dpkg-query printed no line for {name}")
+            raise ParseError(f"the package query printed no line for {name}")
         version = found[name]["version"]
         upstream = version.split(":", 1)[-1].rsplit("-", 1)[0]
         out.append(expect(name, "version", upstream, pin, "STACK_PIN", PIN))
@@ -144,5 +146,5 @@ def _judge_packages(result: dict, profile) -> list[Finding]:
     return out
 
 
-CHECK = Check(id="stack", tool="nvidia-smi + nvcc + dpkg-query", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="stack", tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, parse=parse, judge=judge,
               timeout_s=60, metrics={})

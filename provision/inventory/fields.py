@@ -2,8 +2,8 @@
 
 ``build(session, ansible_host) -> Host`` raises ``Problem`` (file, host, field, text). A host
 without ``provision_profile`` is not a GPU node: it is built, not refused. A GPU node may not
-turn host key checking off (``ansible_host_key_checking: false``, or ssh args carrying
-``StrictHostKeyChecking=no`` or ``UserKnownHostsFile=/dev/null``).
+turn host key checking off: an ``ansible_host_key_checking`` that is false, or ssh args that
+disable strict checking or send known hosts to the null device, are refused (``WEAK_SSH``).
 """
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
                   vault_args: list[str] | None = None) -> dict:
     """The keyword arguments for ``ansible_runner.run`` (no event handler).
 
-    ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False whenever it is unset
+    ansible-runner disables Ansible's host key checking whenever ANSIBLE_HOST_KEY_CHECKING is unset
     (ansible_runner/config/_base.py), so it is set to True here: a changed host key stops the run.
     ``inventory`` goes as a list of absolute paths, which ansible-runner passes as one ``-i`` each.
     """

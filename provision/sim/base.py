@@ -1,6 +1,6 @@
 """The simulated nodes' shared, read-only base root, made once with debootstrap.
 
-Built per ``../shared/notes/simulated-rack.md``: ``debootstrap --variant=minbase bookworm``
+Built as ``provision/sim/README.md`` describes: ``debootstrap --variant=minbase bookworm``
 from the mirror apt is configured with, plus sshd, Python and the tools roles need.
 The base is cached outside the checkout (``PROVISION_SIM_CACHE``, default
 ``/var/cache/provision-sim``) so fresh clones share it.

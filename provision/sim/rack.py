@@ -1,7 +1,7 @@
 """Start, stop and describe the simulated rack.
 
 Each node is a namespace set (mount, UTS, IPC, PID) over an overlay of the shared base
-root, running its own sshd on its own loopback address (``../shared/notes/simulated-rack.md``).
+root, running its own sshd on its own loopback address (``provision/sim/README.md``).
 The rack's state lives in ``<inventory>/.sim/``; ``sim up`` also writes ``<inventory>/hosts.yml``
 so that the rack is an ordinary Ansible inventory with host key checking on.
 """
@@ -202,7 +202,7 @@ def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, cl
 
 def write_kernel_views(root: Path, model: dict) -> None:
     """Files the kernel would show under /proc, written where the sim site reads them
-    (``provision_bonding_dir`` in inventory/sim/group_vars): the bond status from the model."""
+    (``provision_bonding_dir`` in provision/sim/site.yml): the bond status from the model."""
     bonding = _tool_module("bonding")
     bond = (model.get("storage") or {}).get("bond")
     if bond:

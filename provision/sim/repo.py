@@ -96,12 +96,12 @@ def package_tree(snap: snapshot.Snapshot, pkg: snapshot.Package, root: Path) -> 
             major, minor, patch = (pkg.upstream.split(".") + ["0", "0"])[:3]
             _write(root / shipped.lstrip("/"), f"#define NCCL_MAJOR {major}\n#define NCCL_MINOR {minor}\n"
                                                 f"#define NCCL_PATCH {patch}\n")
-    for rel, text in _facts(snap, pkg).items():
+    for rel, text in package_facts(snap, pkg).items():
         _write(root / rel, text)
     return root
 
 
-def _facts(snap: snapshot.Snapshot, pkg: snapshot.Package) -> dict[str, str]:
+def package_facts(snap: snapshot.Snapshot, pkg: snapshot.Package) -> dict[str, str]:
     """Files the simulated tools read to know what is installed (what a real binary knows itself)."""
     facts = {}
     if any(Path(s).name == "nvidia-smi" for s in pkg.ships):

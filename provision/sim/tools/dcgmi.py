@@ -20,7 +20,7 @@ for _path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__
 
 import simhw  # noqa: E402
 
-DCGM_VERSION = "3.3.6"  # datacenter-gpu-manager in provision/sim/packages.yaml
+DCGM_VERSION = "3.3.6"  # the DCGM of the real capture this tool's layout follows; see provision/sim/snapshot/
 NAME_W, RESULT_W = 25, 46
 DEPLOYMENT = ("Denylist", "NVML Library", "CUDA Main Library", "Permissions and OS Blocks", "Persistence Mode",
               "Environment Variables", "Page Retirement/Row Remap", "Graphics Processes", "Inforom")

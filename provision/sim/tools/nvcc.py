@@ -7,8 +7,9 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     info = json.loads((Path(__file__).resolve().parent.parent / "version.json").read_text())
-    version = info["cuda"]["version"]
-    major_minor = ".".join(version.split(".")[:2])
+    # Real nvcc prints its own version (V12.4.131 in toolkit 12.4.1): version.json's cuda_nvcc.
+    major_minor = ".".join(info["cuda"]["version"].split(".")[:2])
+    version = info.get("cuda_nvcc", info["cuda"])["version"]
     print("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2024 NVIDIA Corporation")
     print(f"Cuda compilation tools, release {major_minor}, V{version}")
     return 0

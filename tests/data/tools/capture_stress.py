@@ -7,7 +7,7 @@ is the first half of the healthy one. Tools: gpu_burn, dcgmi, bonding (for ``cat
 /proc/net/bonding/<bond>``), fio, nvidia_smi and nvcc from provision/sim/tools/ (nvcc in a
 temporary /usr/local/cuda-X.Y tree, since it reads version.json beside its bin/). There is no
 simulated dpkg-query: ``dpkg_query`` expands the step's --showformat with the versions of
-provision/sim/packages.yaml, as dpkg-query would for installed ("ii ") packages.
+the debian12 repository snapshot (provision/sim/snapshot/), as dpkg-query would for installed ("ii ") packages.
 Re-run after changing a simulated tool or a check's steps:
     .venv/bin/python tests/data/tools/capture_stress.py
 """
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 from provision import profiles  # noqa: E402
 from provision.checks import gpu_stress, stack, storage  # noqa: E402
-from provision.sim import hwmodel  # noqa: E402
+from provision.sim import hwmodel, repo, snapshot  # noqa: E402
 
 TOOLS = ROOT / "provision/sim/tools"
 DATA = ROOT / "tests/data"
@@ -45,14 +45,13 @@ class Host:
 
 def software() -> dict:
     """The software state of a node installed from the simulated repository (driver branch 550)."""
-    repo = yaml.safe_load((ROOT / "provision/sim/packages.yaml").read_text())["packages"]
-
-    def text(package: str, suffix: str) -> str:
-        return next(spec["text"] for p in repo if p["name"] == package
-                    for path, spec in p["files"].items() if path.endswith(suffix))
-    return {"driver": json.loads(text("nvidia-driver-550", "nvidia-driver.json")),
-            "cuda": json.loads(text("cuda-toolkit-12-4", "version.json"))["cuda"]["version"],
-            "packages": {p["name"]: p["version"] for p in repo}}
+    snap = snapshot.load("debian12")
+    facts = {}
+    for pkg in snap.packages:  # the same files the simulated packages carry (provision/sim/repo.py)
+        facts.update(repo.package_facts(snap, pkg))
+    return {"driver": json.loads(facts["usr/lib/provision-sim/nvidia-driver.json"]),
+            "cuda": json.loads(facts["usr/local/cuda-12.4/version.json"]),
+            "packages": {p.name: p.version for p in snap.packages}}
 
 
 def degrade(kind: str, model: dict, state: dict) -> None:
@@ -102,7 +101,7 @@ def run(argv: list[str], model: dict, state: dict) -> str:
         elif name == "nvcc":
             toolkit = Path(tmp) / Path(argv[0]).parent.parent.name
             (toolkit / "bin").mkdir(parents=True)
-            (toolkit / "version.json").write_text(json.dumps({"cuda": {"name": "CUDA SDK", "version": state["cuda"]}}))
+            (toolkit / "version.json").write_text(json.dumps(state["cuda"]))
             script, args = shutil.copy(TOOLS / "nvcc.py", toolkit / "bin/nvcc.py"), argv[1:]
         else:
             script, args = TOOLS / f"{SIM_TOOL[name]}.py", argv[1:]
