@@ -7,6 +7,7 @@ that failed with their messages.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
@@ -119,6 +120,15 @@ def _on_event(event: dict, hosts: dict[str, HostInstall], progress) -> None:
         progress(f"  install {host:<12} {role}: reboot pending (nvidia_driver_reboot is false)")
 
 
+# OpenSSH's own lines when strict host key checking refuses a host (changed or unknown key).
+_HOST_KEY_LINE = re.compile(r"(Host key for \S+ has changed[^\r\n]*|No \S+ host key is known for [^\r\n]*|"
+                            r"Offending \S+ key in [^\s\\]+)")
+
+
 def _msg(res: dict) -> str:
-    msg = res.get("msg") or res.get("stderr") or res.get("reason") or ""
-    return " ".join(str(msg).split())[:300]
+    msg = str(res.get("msg") or res.get("stderr") or res.get("reason") or "")
+    key_lines = _HOST_KEY_LINE.findall(msg)
+    if key_lines:  # ssh's banner would fill the message; its own explanation is what the operator needs
+        return ("SSH host key check refused the host: " + "; ".join(dict.fromkeys(k.strip().rstrip(".") for k in key_lines))
+                + " (reinstalled node: verify, then update known_hosts)")[:400]
+    return " ".join(msg.split())[:300]

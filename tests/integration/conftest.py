@@ -1,5 +1,6 @@
 """Shared by the simulated-rack tests: the CLI as a subprocess, and a 3-node rack of their own."""
 import contextlib
+import os
 import shutil
 import subprocess
 import sys
@@ -11,9 +12,11 @@ from provision.sim import rack
 from tests.conftest import free_address_base
 
 
-def provision(*args, timeout=1800):
-    """Run `provision ARGS`; print its output tail when it exits with neither 0 nor 1."""
-    proc = subprocess.run([sys.executable, "-m", "provision", *args], capture_output=True, text=True, timeout=timeout)
+def provision(*args, timeout=1800, env=None):
+    """Run `provision ARGS` (``env``: extra environment); print its output tail when it exits with
+    neither 0 nor 1."""
+    proc = subprocess.run([sys.executable, "-m", "provision", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
     if proc.returncode not in (0, 1):
         print(proc.stdout[-4000:], proc.stderr[-2000:])
     return proc

@@ -76,15 +76,19 @@ def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
     assert "node02 burnin.ib_ports FAIL" in broken.stdout
 
 
-def test_a_changed_host_key_stops_that_host(sim_rack, request):
-    """node03's known key no longer matches its sshd: install and burn-in refuse it, the others run."""
+def test_a_changed_host_key_stops_that_host(sim_rack, tmp_path):
+    """node03's known key no longer matches its sshd: install and burn-in refuse it, the others run.
+
+    Fresh SSH control sockets: OpenSSH checks the host key when a connection is made, and the
+    previous test's persistent connections (ControlPersist) would otherwise carry on."""
     known = sim_rack / ".sim/known_hosts"
     lines = known.read_text().splitlines()
     other = next(ln for ln in lines if ln.startswith("node01,")).split(" ", 1)[1]
     known.write_text("\n".join(ln if not ln.startswith("node03,") else ln.split(" ", 1)[0] + " " + other
                                for ln in lines) + "\n")
     run_id = f"itest-hostkey-{id(sim_rack) % 10000}"
-    install = provision("install", "-i", str(sim_rack), "--run-id", run_id, "--tags", "driver")
+    install = provision("install", "-i", str(sim_rack), "--run-id", run_id, "--tags", "driver",
+                        env={"ANSIBLE_SSH_CONTROL_PATH_DIR": str(tmp_path / "cp")})
     assert install.returncode == 1
     rep = report_of(run_id)
     assert rep["install"]["node03"]["status"] == "unreachable"
