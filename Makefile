@@ -12,36 +12,52 @@ PYTEST_ARGS ?=
 
 VENV := .venv
 PROVISION := $(VENV)/bin/provision
-APT_PACKAGES := debootstrap openssh-client apt-utils gnupg util-linux coreutils
+# Every controller: Ansible's SSH connection.
+APT_PACKAGES := openssh-client coreutils
+# The simulated rack only: its base root (debootstrap), its nodes (unshare), its signed package
+# repository (apt-ftparchive, gpg). Installed by sim-base, so a real site's controller lacks them.
+SIM_APT_PACKAGES := debootstrap util-linux apt-utils gnupg
 RUN_ARGS := -i $(INVENTORY) $(if $(LIMIT),--limit $(LIMIT)) $(if $(RUN_ID),--run-id $(RUN_ID))
+# INVENTORY as `provision -i` reads it (the path if it exists, else inventory/NAME); only the
+# embedded default (inventory/sim) needs the simulated base, a real site never builds it.
+INVENTORY_DIR := $(firstword $(wildcard $(INVENTORY)) $(wildcard inventory/$(INVENTORY)))
+SIM_BASE := $(if $(and $(INVENTORY_DIR),$(filter $(realpath inventory/sim),$(realpath $(INVENTORY_DIR)))),sim-base)
 
-.PHONY: help setup provision install burnin sim-up sim-down sim-status lint test
+# $(call apt_install,PACKAGES): apt-get install those of PACKAGES that are missing.
+define apt_install
+@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+if [ -n "$$missing" ]; then echo "apt-get install $$missing"; \
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+endef
+
+.PHONY: help setup sim-base provision install burnin sim-up sim-down sim-status lint test
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 	@echo "  variables: INVENTORY=$(INVENTORY) (a folder under inventory/ or a path), NODES, PROFILE, LIMIT, TAGS, RUN_ID"
 
-setup: $(VENV)/.setup-done ## Install everything: apt packages, the virtualenv, the simulated rack's base root
-	@$(PROVISION) sim base
+setup: $(VENV)/.setup-done ## Install the controller's apt packages and the virtualenv
 
 $(VENV)/.setup-done: pyproject.toml
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then echo "setup: apt-get install $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	$(call apt_install,$(APT_PACKAGES))
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	@$(VENV)/bin/pip install -q -e '.[dev]'
 	@touch $@
 
-provision: setup ## The main job: install the GPU stack on INVENTORY, then burn it in
+sim-base: setup ## The simulator only: its apt packages and the nodes' base root (debootstrap, once)
+	$(call apt_install,$(SIM_APT_PACKAGES))
+	@$(PROVISION) sim base
+
+provision: setup $(SIM_BASE) ## The main job: install the GPU stack on INVENTORY, then burn it in
 	$(PROVISION) run $(RUN_ARGS) $(if $(TAGS),--tags $(TAGS))
 
-install: setup ## Install the stack only (Ansible roles)
+install: setup $(SIM_BASE) ## Install the stack only (Ansible roles)
 	$(PROVISION) install $(RUN_ARGS) $(if $(TAGS),--tags $(TAGS))
 
-burnin: setup ## Burn in only
+burnin: setup $(SIM_BASE) ## Burn in only
 	$(PROVISION) burnin $(RUN_ARGS)
 
-sim-up: setup ## Start the simulated rack (NODES, PROFILE)
+sim-up: sim-base ## Start the simulated rack (NODES, PROFILE)
 	$(PROVISION) sim up --nodes $(NODES) --profile $(PROFILE)
 
 sim-down: setup ## Stop the simulated rack
@@ -50,9 +66,12 @@ sim-down: setup ## Stop the simulated rack
 sim-status: setup ## Show the simulated rack
 	$(PROVISION) sim status
 
-lint: setup ## ansible-lint (production profile) and yamllint
+lint: setup ## yamllint, ansible-lint (production profile), ruff, mypy and the import-linter layer contracts
 	$(VENV)/bin/yamllint -s .
 	$(VENV)/bin/ansible-lint
+	$(VENV)/bin/ruff check provision tests
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
-test: setup lint ## Lint, then run the tests (unit and the simulated-rack integration test)
+test: sim-base lint ## Lint, then run the tests (unit and the simulated-rack integration test)
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from provision import core, inventory
+from provision import core, embedded, inventory
 from provision.errors import ExitStatus, ProvisionError
 
 
@@ -30,30 +30,7 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--tags", help="Ansible tags to run")
         if name != "install":
             c.add_argument("--checks", help="comma-separated check ids (default: all)")
-    sim = sub.add_parser("sim", help="the simulated rack").add_subparsers(dest="sim_command", required=True)
-    up = sim.add_parser("up", help="start a simulated rack")
-    up.add_argument("--nodes", type=int, default=core.DEFAULT_SIM_NODES, help="number of nodes (default 4)")
-    up.add_argument("--profile", default=core.DEFAULT_SIM_PROFILE,
-                    help=f"hardware profile of every node (default {core.DEFAULT_SIM_PROFILE})")
-    up.add_argument("--inventory", default=str(core.SIM_INVENTORY), help="folder to write hosts.yml into")
-    up.add_argument("--address-base", default="127.0.1.10", help="first node's loopback address")
-    up.add_argument("--os", default=None, help="node OS: ubuntu2204, ubuntu2404, debian12 or rocky9, or a comma "
-                    "list given to the nodes in turn (default debian12)")
-    up.add_argument("--scenario", help="YAML scenario: nodes, profile, faults per node (overrides --nodes/--profile)")
-    fault = sim.add_parser("fault", help="break a simulated node's hardware (see `sim faults`)")
-    fault.add_argument("node")
-    fault.add_argument("kind")
-    fault.add_argument("--device", help="GPU index, HCA name, bond slave, GPU pair a,b or tool name (default: random)")
-    fault.add_argument("--value", help="fault parameter (factor, width, rate, version)")
-    heal = sim.add_parser("heal", help="restore a simulated node's healthy hardware")
-    heal.add_argument("node", help="node name, or 'all'")
-    for sub_parser in (fault, heal):
-        sub_parser.add_argument("--inventory", default=str(core.SIM_INVENTORY))
-    sim.add_parser("base", help="build the nodes' shared base root (debootstrap, once)")
-    for name, text in (("down", "stop the simulated rack"), ("status", "show the simulated rack"),
-                       ("faults", "list fault kinds and the faults injected now")):
-        s = sim.add_parser(name, help=text)
-        s.add_argument("--inventory", default=str(core.SIM_INVENTORY))
+    embedded.add_commands(sub)
     ev = sub.add_parser("evaluate", help="judge a saved run again from its raw outputs (touches no node)")
     ev.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
     ev.add_argument("--profile", help="judge every host against this hardware profile instead")
@@ -61,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="re-read site overrides (provision_reference_overrides) from it (repeatable)")
     _vault_options(ev)
     _inventory_parser(sub)
+    lst = sub.add_parser("checks", help="list the burn-in checks in run order (found in provision/checks and "
+                         "PROVISION_CHECK_PATH)")
+    lst.add_argument("--markdown", action="store_true", help="print the Markdown table README.md shows")
     par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
     par.add_argument("tool")
     par.add_argument("file")
@@ -105,67 +85,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "inventory":
         return core.inventory(args.inventory, _csv(args.limit), _vault(args), args.json,
                               err=lambda line: print(line, file=sys.stderr))
+    if args.command == "checks":
+        return core.list_checks(args.markdown)
     if args.command == "parse":
         return _parse(args.tool, args.file)
-    return _sim(args)
-
-
-def _sim(args: argparse.Namespace) -> int:
-    from provision.sim import rack
-
-    if args.sim_command == "base":
-        from provision.sim.base import ensure_base
-
-        print(f"sim: base root ready at {ensure_base()}")
-        return ExitStatus.OK
-    folder = Path(args.inventory)
-    if args.sim_command == "up":
-        return _sim_up(args, folder)
-    if args.sim_command in ("fault", "heal", "faults"):
-        return _sim_faults(args, folder)
-    if args.sim_command == "down":
-        rack.down(folder)
-    else:
-        rows = rack.status(folder)
-        if not rows:
-            print(f"no simulated rack in {folder}")
-            return ExitStatus.NODE_FAILED
-        for row in rows:
-            print(f"{row['name']:<8} {row['address']:<15} pid {row['pid']:<8} "
-                  f"{'running' if row['running'] else 'STOPPED'} ssh {'open' if row['ssh'] else 'CLOSED'}")
-        return ExitStatus.OK if all(r["running"] and r["ssh"] for r in rows) else ExitStatus.NODE_FAILED
-    return ExitStatus.OK
-
-
-def _sim_up(args: argparse.Namespace, folder: Path) -> int:
-    from provision.sim import rack, scenario
-
-    if args.scenario:
-        return scenario.up(Path(args.scenario), folder, args.address_base, args.os)
-    if args.nodes < 1:
-        raise ProvisionError(f"--nodes: must be at least 1, got {args.nodes}")
-    folder.mkdir(parents=True, exist_ok=True)
-    rack.up(folder, args.nodes, args.profile, args.address_base, os_arg=args.os)
-    return ExitStatus.OK
-
-
-def _sim_faults(args: argparse.Namespace, folder: Path) -> int:
-    from provision.sim import faults, rack
-
-    if args.sim_command == "fault":
-        record = faults.inject(folder, args.node, args.kind, args.device, args.value)
-        print(f"sim: {args.node}: injected {record['kind']} on {record['label']}")
-    elif args.sim_command == "heal":
-        names = [n.name for n in rack.load_nodes(folder)] if args.node == "all" else [args.node]
-        for name in names:
-            print(f"sim: {name}: healed ({faults.heal(folder, name)} faults removed)")
-    else:
-        for kind in faults.KINDS.values():
-            print(f"{kind.kind:<16} --device {kind.target:<6} {kind.description}")
-        for node, records in faults.active(folder).items():
-            for r in records:
-                print(f"active: {node} {r['kind']} on {r['label']}")
-    return ExitStatus.OK
+    return embedded.dispatch(args)
 
 
 def _parse(tool: str, file: str) -> int:

@@ -6,6 +6,9 @@ import socket
 import tempfile
 
 os.environ.setdefault("PROVISION_RUNS_DIR", tempfile.mkdtemp(prefix="provision-test-runs-"))
+# Every report.json a test writes, in this process or a CLI subprocess, is validated against the
+# published schema (provision/results/report.schema.json); a violation fails the write.
+os.environ["PROVISION_VALIDATE_REPORTS"] = "1"
 
 
 def free_address_base(nodes: int) -> str:

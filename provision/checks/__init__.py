@@ -1,27 +1,81 @@
-"""Registry of burn-in checks: one module per check, each exporting ``CHECK``.
+"""The burn-in checks, found rather than listed: every module of this package that declares
+``CHECK`` (``base``, ``rules``, ``faults`` and ``_``-names are helpers), plus the modules in
+the folders of ``PROVISION_CHECK_PATH`` (``os.pathsep``-separated, like ReFrame's check
+search path), so a site adds a check without touching this package.
 
-``ORDER`` is the order a burn-in runs them in: cheap, diagnostic checks first, so a node
-whose GPU fell off the bus is named by gpu_health/xid before the stress tests run.
+Run order comes from each declaration: ``(scope is node first, order, id)``; cheap
+diagnostics first, so a node whose GPU fell off the bus is named by gpu_health/xid before
+the stress tests run.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import pkgutil
+from pathlib import Path
 
-from provision.checks.base import Check, Finding, Outcome, Step
+from provision.checks.base import Check, Finding, Outcome, Scope, Step
 
-ORDER = ("gpu_health", "xid", "stack", "pcie_link", "topology", "nvlink", "ib_ports", "ib_write_bw",
-         "nvbandwidth", "nccl_allreduce", "storage", "gpu_stress")
+HELPERS = {"base", "rules", "faults"}
+CHECK_PATH_ENV = "PROVISION_CHECK_PATH"
 
 
 def registry() -> dict[str, Check]:
-    """Check id -> Check, in run order. Raises ValueError if a module's id is not its name."""
-    checks = {}
-    for name in ORDER:
-        check = importlib.import_module(f"provision.checks.{name}").CHECK
-        if check.id != name or check.id in checks:
-            raise ValueError(f"check module {name} registers id {check.id!r}")
-        checks[check.id] = check
-    return checks
+    """Check id -> Check, in run order. Raises ValueError when a module's id is not its file
+    name or two modules declare the same id."""
+    return {c.id: c for c, _doc in _found()}
 
 
-__all__ = ["Check", "Finding", "Outcome", "Step", "registry", "ORDER"]
+def markdown_table() -> str:
+    """The checks as a Markdown table (id, scope, tool, what it judges: the first sentence of
+    the module's docstring after ``id:``), in run order: README.md's table is this output."""
+    rows = ["| check | scope | tool | judges |", "| --- | --- | --- | --- |"]
+    for check, doc in _found():
+        first = " ".join((doc or "").split("\n\n")[0].split())
+        judges = first.split(":", 1)[1].strip() if first.startswith(f"{check.id}:") else first
+        rows.append(f"| `{check.id}` | {check.scope.value} | {check.tool} | {judges} |")
+    return "\n".join(rows) + "\n"
+
+
+def _found() -> list[tuple[Check, str]]:
+    found: dict[str, tuple[Check, str]] = {}
+    for name, check, doc in _package_checks() + _site_checks():
+        if check.id != name or check.id in found:
+            raise ValueError(f"check module {name} registers id {check.id!r}"
+                             + (" twice" if check.id in found else ""))
+        found[check.id] = (check, doc)
+    return sorted(found.values(), key=lambda pair: (pair[0].scope is not Scope.NODE, pair[0].order, pair[0].id))
+
+
+def ids() -> list[str]:
+    """The check ids in run order."""
+    return list(registry())
+
+
+def _package_checks() -> list[tuple[str, Check, str]]:
+    out = []
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if info.name in HELPERS or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "CHECK"):
+            out.append((info.name, module.CHECK, module.__doc__ or ""))
+    return out
+
+
+def _site_checks() -> list[tuple[str, Check, str]]:
+    out = []
+    for folder in filter(None, os.environ.get(CHECK_PATH_ENV, "").split(os.pathsep)):
+        for path in sorted(Path(folder).glob("*.py")):
+            if path.name.startswith("_"):
+                continue
+            spec = importlib.util.spec_from_file_location(f"provision_site_checks.{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            if hasattr(module, "CHECK"):
+                out.append((path.stem, module.CHECK, module.__doc__ or ""))
+    return out
+
+
+__all__ = ["Check", "Finding", "Outcome", "Scope", "Step", "registry", "ids", "markdown_table", "CHECK_PATH_ENV"]

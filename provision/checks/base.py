@@ -1,72 +1,87 @@
-"""What a burn-in check is: the registration each check module makes, and what it returns.
+"""What a burn-in check is: the declaration each check module makes.
 
 A check module declares ``CHECK = Check(...)``: its id (= module name), the tool it runs,
-the hardware features it needs, its timeout, and three pure functions:
-``steps(profile, host) -> list[Step]`` (argv lists, never shell strings),
-``parse(text) -> dict`` (one step's output; raises ParseError) and
-``judge(parsed, profile) -> list[Finding]`` (``parsed`` maps step key -> parse result).
-The engine (``provision.burnin``) decides the outcome in stages; see ``Outcome``.
+its ``order`` (lower runs first), its ``scope``, the hardware features it needs, its timeout,
+the metrics it reports (name -> unit) and three pure functions:
+``steps(profile, target) -> list[Step]`` (argv lists, never shell strings; ``target`` is the
+``Host`` for node scope, a ``Pair`` or a ``Group`` otherwise), ``parse(text) -> dict`` (one
+step's output; raises ParseError) and ``judge(parsed, profile) -> list[Finding]`` (``parsed``
+maps step key -> parse result). The engine (``provision.engine``) runs the steps and decides
+the outcome in stages (``provision.engine.verdict``).
+
+Order bands: 10-29 diagnostics that name a dead part (a GPU off the bus), 30-49 configuration
+(stack, links, topology), 50-79 bandwidth, 80-99 stress; multi-host scopes after node scope.
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from provision.errors import ParseError
-from provision.profiles import Profile, Reference
+from provision.results.model import Finding, Outcome, Reference, Scope
+
+__all__ = ["Check", "Finding", "Group", "Outcome", "Pair", "Ready", "Reference", "Scope", "Step", "require_tools"]
 
 
-class Outcome(str, enum.Enum):
-    """pass; fail (a metric outside its reference); error (could not run, timed out, could not
-    parse, missing data: never a pass); skipped (not applicable to the profile)."""
+@dataclass(frozen=True)
+class Ready:
+    """When a server step is ready for its client: it printed ``line`` (a substring of its
+    output) and, when ``port`` is set, its host has a TCP socket listening on that port."""
 
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    SKIPPED = "skipped"
+    line: str | None = None
+    port: int | None = None
 
 
 @dataclass(frozen=True)
 class Step:
     """One command of a check. ``key`` names the device or case it covers ('' for the only step).
-    ``server`` is an argv started first and left running while ``argv`` runs (perftest pairs)."""
+
+    ``server`` is an argv started first and left running while ``argv`` runs (a perftest
+    server); ``ready`` says when it is listening. ``on`` and ``server_on`` index the job's
+    hosts: which host runs ``argv`` and which runs ``server`` (0 for node scope).
+    """
 
     key: str
     argv: list[str]
     server: list[str] | None = None
+    ready: Ready | None = None
+    on: int = 0
+    server_on: int = 0
+
+    def __post_init__(self) -> None:
+        if self.server and self.ready is None:  # a client started after a fixed sleep races its server
+            raise ValueError(f"step {self.key!r}: a server step needs `ready` (its listening line or port)")
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One judged fact about one device. ``ok`` False makes the check fail.
+class Pair:
+    """The two hosts of a pair job: ``server`` is hosts[0], ``client`` hosts[1]."""
 
-    ``value`` is in ``unit``; ``reference`` is the profile row it was judged against (None for
-    equality facts such as a model name); ``expected`` is the value a fact should have.
-    ``fault`` is a short code and ``action`` what the operator should do when not ok.
-    """
+    server: Any
+    client: Any
 
-    device: str
-    metric: str
-    value: object
-    ok: bool
-    unit: str = ""
-    reference: Reference | None = None
-    expected: object = None
-    fault: str = ""
-    action: str = ""
-    detail: str = ""
+    @property
+    def hosts(self) -> tuple:
+        return (self.server, self.client)
+
+
+@dataclass(frozen=True)
+class Group:
+    """The hosts of a group or cluster job; hosts[0] launches the command (mpirun's node)."""
+
+    hosts: tuple
 
 
 @dataclass(frozen=True)
 class Check:
     id: str
     tool: str
-    steps: Callable[[Profile, object], list[Step]]
+    steps: Callable[[Any, Any], list[Step]]
     parse: Callable[[str], dict]
-    judge: Callable[[dict, Profile], list[Finding]]
+    judge: Callable[[dict, Any], list[Finding]]
+    order: int
     needs: tuple[str, ...] = ()
-    scope: str = "node"
+    scope: Scope = Scope.NODE
     timeout_s: float = 120.0
     metrics: dict[str, str] = field(default_factory=dict)
 

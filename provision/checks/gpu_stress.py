@@ -8,11 +8,14 @@ reads the tool from the text: dcgmi's "| Diagnostic | Result |" table header mea
 Gflop/s progress, negative error counts) and dcgmi 3.3.6-3.3.9 (``-r 3``, with and without
 ``-v``); see provision/parsers/gpu_burn.py and dcgmi.py.
 
-Units: ``gflops`` in Gflop/s per GPU, the last whole progress line (FP32 SGEMM unless the
-reference's params say ``precision: fp64``), against ``references.gpu_stress.gflops``
-(params give ``duration_s`` and ``precision``).
+Units: ``gflops`` in Gflop/s per GPU, the last whole progress line (FP32 SGEMM, or DGEMM when
+the reference's params say ``precision: fp64``), against ``references.gpu_stress.gflops``
+(params give ``duration_s``, ``precision`` and optionally ``tensor_cores``; a profile without
+the row cannot run the check: ProfileError).
 
-Rules (notes/thresholds.md, "Tools whose verdicts must not be trusted"):
+Rules (gpu-burn prints FAULTY per GPU but its exit status does not carry it: gpu_burn-drv.cpp
+in https://github.com/wilicc/gpu-burn; dcgmi diag reports Skip per test, DCGM user guide
+"Run levels and tests" https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html):
 - gpu-burn exits 0 even when a GPU is FAULTY, so the verdict is judged, never the exit
   status: FAULTY fails that GPU (GPU_BURN_FAULTY).
 - gpu-burn can print OK after doing no work: a GPU with no Gflop/s figure or 0 Gflop/s, or
@@ -32,8 +35,9 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from provision.checks import faults
 from provision.checks.base import Check, Finding, Step, require_tools
-from provision.evaluate import expect, measured
+from provision.checks.rules import expect, measured
 from provision.errors import ParseError
 from provision.parsers import parse_tool
 
@@ -42,26 +46,18 @@ from provision.parsers import parse_tool
 OPTIONAL = frozenset({"EUD Test"})
 DCGM_LEVEL = "3"
 _DCGMI_HEADER = re.compile(r"^\s*\|\s*Diagnostic\s*\|\s*Result\s*\|", re.M)
-FAULTY = "gpu_burn found wrong results on this GPU: drain the node, run dcgmi diag -r 3 on it, RMA if it repeats"
-SLOW = ("GPU below its reference under load: check clocks and throttle reasons "
-        "(nvidia-smi -q -d PERFORMANCE), power cap, cooling and PCIe/NVLink errors")
-DCGM = "DCGM failed this test: read its warning, drain the node, rerun dcgmi diag -r 3 -v and RMA if it repeats"
-SKIPPED = ("DCGM did not run this test, so its result is unknown: rerun dcgmi diag -r 3 -v and read "
-           "nv-hostengine's log for why (missing plugin, GPUs busy, power limits not readable)")
-
 
 STEP_TOOLS = {"gpu_burn": "gpu-burn", "dcgmi": "dcgmi-diag"}  # step -> its tool
 
 
 def steps(profile, host) -> list[Step]:
-    ref = profile.reference("gpu_stress", "gflops")
-    params = ref.params if ref else {}
+    params = profile.required_reference("gpu_stress", "gflops").params
     burn = ["gpu_burn"]
-    if params.get("precision") == "fp64":
+    if params["precision"] == "fp64":
         burn.append("-d")  # gpu-burn's doubles mode (DGEMM)
     if params.get("tensor_cores"):
         burn.append("-tc")
-    burn.append(str(params.get("duration_s", 60)))
+    burn.append(str(params["duration_s"]))
     return [Step("gpu_burn", burn), Step("dcgmi", ["dcgmi", "diag", "-r", DCGM_LEVEL])]
 
 
@@ -95,14 +91,14 @@ def _burn(result: dict, profile) -> list[Finding]:
     if idle:
         raise ParseError(f"gpu_burn did no work on GPU {', '.join(map(str, idle))} (no progress or 0 Gflop/s): "
                          "its OK verdict cannot be trusted")
-    ref = profile.reference("gpu_stress", "gflops")
+    ref = profile.required_reference("gpu_stress", "gflops")
     findings = []
     for g in gpus:
         device = f"GPU{g['index']}"
-        verdict = expect(device, "gpu_burn_verdict", g["verdict"], "OK", "GPU_BURN_FAULTY", FAULTY)
+        verdict = expect(device, "gpu_burn_verdict", g["verdict"], "OK", "GPU_BURN_FAULTY")
         if g.get("errors"):
             verdict = dataclasses.replace(verdict, detail=f"compare errors {g['errors']} as printed")
-        findings += [verdict, measured(device, "gflops", g["gflops"], ref, "GPU_SLOW", SLOW)]
+        findings += [verdict, measured(device, "gflops", g["gflops"], ref, "GPU_SLOW")]
     return findings
 
 
@@ -113,16 +109,17 @@ def _dcgm(result: dict) -> list[Finding]:
         detail = "; ".join(r["warnings"])
         if r["status"] == "Fail":
             devices = [f"GPU{g}" for g in r["failed_gpus"]] or ["node"]
-            findings += [Finding(d, metric, "Fail", False, expected="Pass", fault="DCGM_FAIL", action=DCGM,
-                                 detail=f"{test}: {detail or r['detail']}") for d in devices]
+            findings += [Finding(d, metric, "Fail", False, expected="Pass", fault="DCGM_FAIL",
+                                 action=faults.action("DCGM_FAIL"), detail=f"{test}: {detail or r['detail']}")
+                         for d in devices]
         elif r["status"] == "Skip" and test not in OPTIONAL:
             findings.append(Finding("node", metric, "Skip", False, expected="Pass", fault="DCGM_SKIPPED",
-                                    action=SKIPPED, detail=f"{test} was not run"))
+                                    action=faults.action("DCGM_SKIPPED"), detail=f"{test} was not run"))
         else:
             findings.append(Finding("node", metric, r["status"], True, expected="Pass", detail=detail))
     return findings
 
 
 # DCGM user guide: -r 3 takes up to ~30 minutes on an 8-GPU node; gpu_burn adds its duration.
-CHECK = Check(id="gpu_stress", tool="gpu_burn + dcgmi diag", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="gpu_stress", order=90, tool="gpu_burn + dcgmi diag", steps=steps, parse=parse, judge=judge,
               needs=("gpu",), timeout_s=1800, metrics={"gflops": "Gflop/s"})

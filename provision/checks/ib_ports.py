@@ -7,10 +7,8 @@ Ethernet ports (RoCE, storage) are not counted.
 from __future__ import annotations
 
 from provision.checks.base import Check, Finding, Step
-from provision.evaluate import expect
+from provision.checks.rules import expect
 from provision.parsers import parse_tool
-
-CABLE = "check the cable, the transceiver and the switch port; reseat, then replace"
 
 
 def steps(profile, host) -> list[Step]:
@@ -24,17 +22,16 @@ def parse(text: str) -> dict:
 def judge(parsed: dict, profile) -> list[Finding]:
     hca = profile["hca"]
     ports = [p for p in parsed[""]["ports"] if (p.get("link_layer") or "InfiniBand") == "InfiniBand"]
-    findings = [expect("node", "ib_port_count", len(ports), hca["count"], "HCA_MISSING",
-                       "an HCA is not visible: check `lspci`, reseat the card, check the OFED/DOCA driver")]
+    findings = [expect("node", "ib_port_count", len(ports), hca["count"], "HCA_MISSING")]
     for p in ports:
         device = f"{p['ca']} port {p['port']}"
         findings += [
-            expect(device, "state", p["state"], "Active", "IB_PORT_DOWN", CABLE),
-            expect(device, "physical_state", p["physical_state"], "LinkUp", "IB_PHYS_DOWN", CABLE),
-            expect(device, "rate_Gbps", p["rate_Gbps"], hca["rate_Gbps"], "IB_RATE", CABLE, unit="Gb/s"),
+            expect(device, "state", p["state"], "Active", "IB_PORT_DOWN"),
+            expect(device, "physical_state", p["physical_state"], "LinkUp", "IB_PHYS_DOWN"),
+            expect(device, "rate_Gbps", p["rate_Gbps"], hca["rate_Gbps"], "IB_RATE", unit="Gb/s"),
         ]
     return findings
 
 
-CHECK = Check(id="ib_ports", tool="ibstat", steps=steps, parse=parse, judge=judge, needs=("hca",), timeout_s=30,
+CHECK = Check(id="ib_ports", order=46, tool="ibstat", steps=steps, parse=parse, judge=judge, needs=("hca",), timeout_s=30,
               metrics={"ib_port_count": "", "rate_Gbps": "Gb/s"})

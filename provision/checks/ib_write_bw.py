@@ -7,13 +7,12 @@ params give the message size, duration and direction.
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Step
-from provision.evaluate import measured
+from provision.checks.base import Check, Finding, Ready, Step
+from provision.checks.rules import measured
 from provision.errors import ParseError
 from provision.parsers import parse_tool
 
 BASE_PORT = 18515  # perftest's default TCP port for the connection exchange
-SLOW = "HCA below its reference: check its PCIe link (lspci LnkSta), port rate, cable and firmware"
 
 
 def hca_names(profile) -> list[str]:
@@ -23,13 +22,14 @@ def hca_names(profile) -> list[str]:
 
 
 def steps(profile, host) -> list[Step]:
-    ref = profile.reference("ib_write_bw", "bw_avg_Gbps")
-    params = ref.params if ref else {}
+    params = profile.required_reference("ib_write_bw", "bw_avg_Gbps").params
     out = []
     for i, dev in enumerate(hca_names(profile)):
-        common = ["ib_write_bw", "-d", dev, "-s", str(params.get("msg_size_bytes", 65536)),
-                  "-D", str(params.get("duration_s", 5)), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
-        out.append(Step(dev, common + [host.address], server=common))
+        common = ["ib_write_bw", "-d", dev, "-s", str(params["msg_size_bytes"]),
+                  "-D", str(params["duration_s"]), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
+        # perftest's server prints this banner when it waits for its client (perftest README, "Running Tests")
+        ready = Ready(line="Waiting for client to connect", port=BASE_PORT + i)
+        out.append(Step(dev, common + [host.address], server=common, ready=ready))
     return out
 
 
@@ -38,14 +38,14 @@ def parse(text: str) -> dict:
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
-    ref = profile.reference("ib_write_bw", "bw_avg_Gbps")
+    ref = profile.required_reference("ib_write_bw", "bw_avg_Gbps")
     findings = []
     for dev, result in parsed.items():
         if result.get("bw_avg_Gbps") is None:
             raise ParseError(f"{dev}: perftest printed no average bandwidth")
-        findings.append(measured(f"{dev}", "bw_avg_Gbps", result["bw_avg_Gbps"], ref, "HCA_SLOW", SLOW))
+        findings.append(measured(f"{dev}", "bw_avg_Gbps", result["bw_avg_Gbps"], ref, "HCA_SLOW"))
     return findings
 
 
-CHECK = Check(id="ib_write_bw", tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
+CHECK = Check(id="ib_write_bw", order=50, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
               timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"})

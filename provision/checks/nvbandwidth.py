@@ -6,7 +6,8 @@ README layout (0.00 diagonal, no SUM) and v0.5+ (N/A diagonal, SUM lines, "Devic
 ``-t`` is rejected by nvbandwidth), buffer size ``-b`` in MiB from the reference params.
 Units: GB/s.
 
-Rules (profile ``references.nvbandwidth``, whose ``params.testcase`` names the testcase read):
+Rules (profile ``references.nvbandwidth``, whose ``params.testcase`` names the testcase read;
+a profile needs at least one of the two rows, and the check judges the rows it has):
 - ``h2d_GBps``: every GPU's cell of host_to_device_memcpy_ce (one CPU row, one column per
   GPU), named "GPU3 00000000:5D:00"; fault H2D_SLOW.
 - ``d2d_GBps``: every off-diagonal cell of device_to_device_memcpy_read_ce, named by the copy
@@ -20,33 +21,29 @@ from __future__ import annotations
 
 import re
 
+from provision.checks import faults
 from provision.checks.base import Check, Finding, Step
+from provision.checks.rules import expect, measured
 from provision.errors import ParseError
-from provision.evaluate import expect, measured
 from provision.parsers import parse_tool
 
-# metric -> (default testcase, fault, action)
-METRICS = {
-    "h2d_GBps": ("host_to_device_memcpy_ce", "H2D_SLOW",
-                 "host-to-GPU copy below reference: check the GPU's PCIe link (pcie_link), its NUMA/CPU "
-                 "affinity, IOMMU and BIOS PCIe settings; reseat the GPU if the link is downtrained"),
-    "d2d_GBps": ("device_to_device_memcpy_read_ce", "D2D_SLOW",
-                 "GPU-to-GPU copy below reference: run the nvlink check, reset the GPUs, check fabric manager "
-                 "and NVSwitch health; reseat the baseboard or RMA the GPU named in every slow pair"),
-}
+METRICS = {"h2d_GBps": "H2D_SLOW", "d2d_GBps": "D2D_SLOW"}  # metric -> fault
 _DEVICE = re.compile(r"^Device\s+(\d+):\s*.*\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)\s*$")
 
 
 def _references(profile) -> dict:
-    """metric -> Reference, for the metrics the profile has a reference for."""
+    """metric -> Reference, for the metrics the profile has a reference for; raises
+    ProfileError (naming the first metric) when it has none."""
     refs = {m: profile.reference("nvbandwidth", m) for m in METRICS}
-    return {m: ref for m, ref in refs.items() if ref is not None}
+    refs = {m: ref for m, ref in refs.items() if ref is not None}
+    return refs or {m: profile.required_reference("nvbandwidth", m) for m in METRICS}
 
 
 def steps(profile, host) -> list[Step]:
     refs = _references(profile)
-    cases = [ref.params.get("testcase", METRICS[m][0]) for m, ref in refs.items()] or [v[0] for v in METRICS.values()]
-    size = next((ref.params["buffer_size_MiB"] for ref in refs.values() if "buffer_size_MiB" in ref.params), 512)
+    cases = [ref.params["testcase"] for ref in refs.values()]
+    # one run, one buffer size: the largest any row asks for
+    size = max(ref.params["buffer_size_MiB"] for ref in refs.values())
     return [Step("", ["nvbandwidth", "-b", str(size), "-t", *cases])]
 
 
@@ -59,13 +56,9 @@ def parse(text: str) -> dict:
 
 def judge(parsed: dict, profile) -> list[Finding]:
     result, refs = parsed[""], _references(profile)
-    if not refs:
-        return [Finding(device="node", metric="nvbandwidth", value=None, ok=False, fault="NO_REFERENCE",
-                        action="add references.nvbandwidth.h2d_GBps/d2d_GBps rows to the profile")]
-    tests = {metric: _test(result, ref.params.get("testcase", METRICS[metric][0])) for metric, ref in refs.items()}
+    tests = {metric: _test(result, ref.params["testcase"]) for metric, ref in refs.items()}
     columns = len(next(iter(next(iter(tests.values()))["matrix"].values())))
-    findings = [expect("node", "gpu_count", columns, profile["gpu"]["count"], "GPU_MISSING",
-                       "a GPU is not visible to CUDA: check the kernel log for Xid 79, reseat or RMA")]
+    findings = [expect("node", "gpu_count", columns, profile["gpu"]["count"], "GPU_MISSING")]
     for metric, test in tests.items():
         cells = _pairs(test) if (test["caption"] or "").count("GPU(") == 2 else _per_gpu(test, result["bus_ids"])
         findings += [_cell(device, metric, value, refs[metric]) for device, value in cells]
@@ -94,12 +87,12 @@ def _pairs(test: dict) -> list[tuple[str, float | None]]:
 
 
 def _cell(device: str, metric: str, value: float | None, ref) -> Finding:
-    _testcase, fault, action = METRICS[metric]
+    fault = METRICS[metric]
     if value is None:
         return Finding(device=device, metric=metric, value=None, ok=False, unit=ref.unit, reference=ref,
-                       fault=fault, action=action, detail="not measured (N/A)")
-    return measured(device, metric, value, ref, fault, action)
+                       fault=fault, action=faults.action(fault), detail="not measured (N/A)")
+    return measured(device, metric, value, ref, fault)
 
 
-CHECK = Check(id="nvbandwidth", tool="nvbandwidth", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+CHECK = Check(id="nvbandwidth", order=60, tool="nvbandwidth", steps=steps, parse=parse, judge=judge, needs=("gpu",),
               timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"})

@@ -15,14 +15,12 @@ A profile without NVLink (``gpu.nvlink`` missing or ``links: 0``) is skipped by 
 """
 from __future__ import annotations
 
+from provision.checks import faults
 from provision.checks.base import Check, Finding, Step
-from provision.evaluate import expect
+from provision.checks.rules import expect
 from provision.parsers import parse_tool
 
 SPEED_TOLERANCE = 0.001  # nvidia-smi prints 3 decimals; the profile copies that figure
-LINK_DOWN = ("NVLink link(s) down: drain, reset the GPU (nvidia-smi -r) or power-cycle the node; check "
-             "fabric manager; if it persists reseat the baseboard/NVLink bridge or RMA the GPU")
-LINK_SLOW = "NVLink link at the wrong speed: check the driver and fabric manager versions, then reset the GPU"
 
 
 def nvlink_of(profile) -> dict | None:
@@ -44,8 +42,7 @@ def judge(parsed: dict, profile) -> list[Finding]:
     status = parsed[""]
     findings = []
     if not status["elided"]:
-        findings.append(expect("node", "gpu_count", len(status["gpus"]), profile["gpu"]["count"], "GPU_MISSING",
-                               "a GPU is not visible: check the kernel log for Xid 79, reseat or RMA"))
+        findings.append(expect("node", "gpu_count", len(status["gpus"]), profile["gpu"]["count"], "GPU_MISSING"))
     for gpu in status["gpus"]:
         findings += _gpu(f"GPU{gpu['index']}", gpu["links"], nv)
     return findings
@@ -58,15 +55,16 @@ def _gpu(device: str, links: list[dict], nv: dict) -> list[Finding]:
     notes = ([f"inactive links {','.join(map(str, down))}"] if down else []) + \
         ([f"{len(links)} links listed"] if len(links) != want else [])
     findings = [Finding(device=device, metric="nvlink_active_links", value=active, expected=want,
-                        ok=active == want and len(links) == want, fault="NVLINK_DOWN", action=LINK_DOWN,
-                        detail="; ".join(notes))]
+                        ok=active == want and len(links) == want, fault="NVLINK_DOWN",
+                        action=faults.action("NVLINK_DOWN"), detail="; ".join(notes))]
     for link in links:
         value = link["speed_GBps"]
         if link["active"] and (value is None or abs(value - speed) > speed * SPEED_TOLERANCE):
             findings.append(Finding(device=f"{device} link {link['link']}", metric="speed_GBps", value=value,
-                                    ok=False, unit="GB/s", expected=speed, fault="NVLINK_SPEED", action=LINK_SLOW))
+                                    ok=False, unit="GB/s", expected=speed, fault="NVLINK_SPEED",
+                                    action=faults.action("NVLINK_SPEED")))
     return findings
 
 
-CHECK = Check(id="nvlink", tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu", "nvlink"),
+CHECK = Check(id="nvlink", order=44, tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu", "nvlink"),
               timeout_s=30, metrics={"gpu_count": "", "nvlink_active_links": ""})

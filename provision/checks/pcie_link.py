@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from provision.checks.base import Check, Finding, Step
-from provision.evaluate import expect
+from provision.checks.rules import expect
 from provision.parsers import parse_tool
 
 GTPS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
@@ -31,11 +31,7 @@ VENDORS = {"gpu": "10de:", "hca": "15b3:"}
 GPU_CLASSES = ("3D controller", "VGA compatible controller")
 HCA_CLASSES = {"InfiniBand": "Infiniband controller", "Ethernet": "Ethernet controller"}
 _HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:\[]+)")
-DOWNTRAINED = ("link trained below its speed/width: reseat the card, check the riser or slot "
-               "and its cable, check the BIOS PCIe link speed setting; replace the riser if it recurs")
-CAPABILITY = "link capability differs from the profile: wrong SKU or slot, BIOS link-speed limit, or wrong profile"
-MISSING = {"gpu": ("GPU_MISSING", "a GPU is not on the PCIe bus: check the kernel log for Xid 79, reseat or RMA"),
-           "hca": ("HCA_MISSING", "an HCA is not on the PCIe bus: reseat the card, check the slot and BIOS")}
+MISSING = {"gpu": "GPU_MISSING", "hca": "HCA_MISSING"}  # step -> fault of a count short
 
 
 def steps(profile, host) -> list[Step]:
@@ -61,8 +57,7 @@ def judge(parsed: dict, profile) -> list[Finding]:
     for key, result in parsed.items():
         part = profile["gpu"] if key == "gpu" else profile["hca"]
         devices = [d for d in result["devices"] if d["class"] is None or d["class"] in _classes(key, part)]
-        fault, action = MISSING[key]
-        findings.append(expect("node", f"{key}_count", len(devices), part["count"], fault, action))
+        findings.append(expect("node", f"{key}_count", len(devices), part["count"], MISSING[key]))
         for n, device in enumerate(devices):
             findings += _device(device["bdf"] or f"{key} #{n} (no address printed)", device, part["pcie"])
     return findings
@@ -78,12 +73,12 @@ def _classes(key: str, part: dict) -> tuple[str, ...]:
 def _device(name: str, device: dict, pcie: dict) -> list[Finding]:
     speed, width = GTPS[int(pcie["gen"])], int(pcie["width"])
     return [
-        expect(name, "lnkcap_speed_GTps", device["lnkcap_speed_GTps"], speed, "PCIE_CAPABILITY", CAPABILITY, "GT/s"),
-        expect(name, "lnkcap_width", device["lnkcap_width"], width, "PCIE_CAPABILITY", CAPABILITY, "lanes"),
-        expect(name, "lnksta_speed_GTps", device["lnksta_speed_GTps"], speed, "PCIE_DOWNTRAINED", DOWNTRAINED, "GT/s"),
-        expect(name, "lnksta_width", device["lnksta_width"], width, "PCIE_DOWNTRAINED", DOWNTRAINED, "lanes"),
+        expect(name, "lnkcap_speed_GTps", device["lnkcap_speed_GTps"], speed, "PCIE_CAPABILITY", unit="GT/s"),
+        expect(name, "lnkcap_width", device["lnkcap_width"], width, "PCIE_CAPABILITY", unit="lanes"),
+        expect(name, "lnksta_speed_GTps", device["lnksta_speed_GTps"], speed, "PCIE_DOWNTRAINED", unit="GT/s"),
+        expect(name, "lnksta_width", device["lnksta_width"], width, "PCIE_DOWNTRAINED", unit="lanes"),
     ]
 
 
-CHECK = Check(id="pcie_link", tool="lspci", steps=steps, parse=parse, judge=judge, needs=("gpu",), timeout_s=30,
+CHECK = Check(id="pcie_link", order=40, tool="lspci", steps=steps, parse=parse, judge=judge, needs=("gpu",), timeout_s=30,
               metrics={"gpu_count": "", "hca_count": "", "lnksta_speed_GTps": "GT/s", "lnksta_width": "lanes"})

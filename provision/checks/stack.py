@@ -1,4 +1,4 @@
-"""stack: the node runs the driver, CUDA toolkit, cuDNN and NCCL its profile pins.
+"""stack: the node runs the driver, CUDA toolkit, cuDNN and NCCL the stack release pins.
 
 Steps, one per fact: ``driver`` = ``nvidia-smi --query-gpu=driver_version --format=csv,noheader``
 (one version per GPU line; nvidia-smi 535-570), ``cuda`` = ``/usr/local/cuda-X.Y/bin/nvcc
@@ -11,14 +11,15 @@ parser covers these, so the module holds three small pure ones; ``parse`` tells 
 the text (nvcc banner, bare version lines, package lines) and raises ParseError on anything
 else. Framework virtualenvs are not checked yet: profiles name no venvs to import from.
 
-Rules (the profile's ``driver.version`` and ``stack`` pins; the roles install them):
-- driver_version equals ``driver.version``.
-- nvcc's "release X.Y" equals ``stack.cuda_version``'s major.minor. nvcc's own V number is the
+Rules (``profile.stack``: the pins of provision/profiles/stack_release.yaml for the node's
+repository folder; the roles install the same pins):
+- driver_version equals ``driver_version``.
+- nvcc's "release X.Y" equals ``cuda_version``'s major.minor. nvcc's own V number is the
   compiler's (V12.4.131 ships in toolkit 12.4.1), so it is reported, not compared.
 - cuDNN (``libcudnn<major>-cuda-<cuda major>``) and ``libnccl2``: upstream version (epoch and
-  Debian revision dropped) equals ``stack.cudnn_version`` / ``stack.nccl_version``; NCCL's
-  "+cudaX.Y" build equals ``stack.nccl_cuda_version``; status "ii" (installed: "rc" means
-  removed with its config left, and dpkg-query still prints a version for it).
+  Debian revision dropped) equals ``cudnn_version`` / ``nccl_version``; NCCL's "+cudaX.Y"
+  build equals ``nccl_cuda_version``; status "ii" (installed: "rc" means removed with its
+  config left, and dpkg-query still prints a version for it).
 """
 from __future__ import annotations
 
@@ -26,10 +27,9 @@ import dataclasses
 import re
 
 from provision.checks.base import Check, Finding, Step, require_tools
-from provision.evaluate import expect
+from provision.checks.rules import expect
 from provision.errors import ParseError
 
-PIN = "installed version differs from the profile's pin: re-run `provision install` on the node"
 _NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+), V(\S+)")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
 INSTALLED = ("ii", "hi")  # dpkg's db:Status-Abbrev for an installed package, wanted "install" or "hold"
@@ -41,8 +41,8 @@ def major_minor(version: str) -> str:
 
 
 def rpm_based(profile) -> bool:
-    """True on EL nodes (``stack_target`` rhel*, set from the node's os-release by the engine)."""
-    return str(profile.get("stack_target") or "").startswith("rhel")
+    """True on EL nodes (``profile.target`` rhel*, set from the node's os-release by the engine)."""
+    return str(profile.target or "").startswith("rhel")
 
 
 def nccl_package(profile) -> str:
@@ -52,7 +52,7 @@ def nccl_package(profile) -> str:
 
 def packages(profile) -> dict[str, str]:
     """Package name -> the stack pin it must carry (names as the node's repository has them)."""
-    stack = profile["stack"]
+    stack = profile.stack
     cudnn = f"libcudnn{str(stack['cudnn_version']).split('.')[0]}-cuda-{str(stack['cuda_version']).split('.')[0]}"
     return {cudnn: str(stack["cudnn_version"]), nccl_package(profile): str(stack["nccl_version"])}
 
@@ -61,7 +61,7 @@ STEP_TOOLS = {"driver": "nvidia-smi", "cuda": "nvcc", "packages": "package-query
 
 
 def steps(profile, host) -> list[Step]:
-    cuda = major_minor(profile["stack"]["cuda_version"])
+    cuda = major_minor(profile.stack["cuda_version"])
     fmt = "${Package} ${Version} ${db:Status-Abbrev}\\n"  # dpkg-query expands the \n escape itself
     if rpm_based(profile):  # rpm prints the same "name version" lines; %{RELEASE} keeps +cudaX.Y
         query = ["rpm", "-q", "--queryformat", "%{NAME} %{VERSION}-%{RELEASE}\\n", *packages(profile)]
@@ -118,33 +118,32 @@ def judge(parsed: dict, profile) -> list[Finding]:
 
 
 def _judge_driver(result: dict, profile) -> list[Finding]:
-    return [expect("driver", "driver_version", result["driver_version"], profile["driver"]["version"],
-                   "STACK_PIN", PIN)]
+    return [expect("driver", "driver_version", result["driver_version"], profile.stack["driver_version"], "STACK_PIN")]
 
 
 def _judge_cuda(result: dict, profile) -> list[Finding]:
-    pin = str(profile["stack"]["cuda_version"])
-    finding = expect(f"cuda-{major_minor(pin)}", "cuda_release", result["release"], major_minor(pin), "STACK_PIN", PIN)
+    pin = str(profile.stack["cuda_version"])
+    finding = expect(f"cuda-{major_minor(pin)}", "cuda_release", result["release"], major_minor(pin), "STACK_PIN")
     return [dataclasses.replace(finding, detail=f"nvcc V{result['version']}; toolkit pin {pin}")]
 
 
 def _judge_packages(result: dict, profile) -> list[Finding]:
-    stack, found, out = profile["stack"], result["packages"], []
+    stack, found, out = profile.stack, result["packages"], []
     for name, pin in packages(profile).items():
         if name not in found:
             raise ParseError(f"the package query printed no line for {name}")
         version = found[name]["version"]
         upstream = version.split(":", 1)[-1].rsplit("-", 1)[0]
-        out.append(expect(name, "version", upstream, pin, "STACK_PIN", PIN))
+        out.append(expect(name, "version", upstream, pin, "STACK_PIN"))
         status = found[name]["status"]
         if status is not None:  # "ii" installed, "hi" installed and held (stack_hold holds every pin)
-            out.append(expect(name, "dpkg_status", status, status if status in INSTALLED else "ii", "STACK_PIN", PIN))
-        if name == nccl_package(profile) and stack.get("nccl_cuda_version"):
+            out.append(expect(name, "dpkg_status", status, status if status in INSTALLED else "ii", "STACK_PIN"))
+        if name == nccl_package(profile):
             build = re.search(r"\+cuda([\d.]+)", version)
             out.append(expect(name, "cuda_build", build.group(1) if build else None, str(stack["nccl_cuda_version"]),
-                              "STACK_PIN", PIN))
+                              "STACK_PIN"))
     return out
 
 
-CHECK = Check(id="stack", tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="stack", order=30, tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, parse=parse, judge=judge,
               timeout_s=60, metrics={})

@@ -1,5 +1,9 @@
-"""storage: the storage network bond is aggregated as the profile says, and the checkpoint
+"""storage: the storage network bond is aggregated as the site says, and the checkpoint
 store takes sequential writes at its reference bandwidth.
+
+Site facts: the host's inventory variable ``provision_storage`` (``profile.site["storage"]``:
+bond, mode, slaves, slave_speed_Mbps, checkpoint_path, bonding_dir); a host without it is
+not applicable (``needs=("storage",)``).
 
 Steps: ``cat <bonding_dir>/<bond>`` (key ``bond``; the Linux bonding driver's /proc file,
 parser ``provision.parsers.bonding``, tested on driver v3.7.1 and kernel-versioned v6.1
@@ -11,19 +15,19 @@ Mode:" line means the bonding file, anything else is read as fio.
 Units: ``write_bw_MiBps`` MiB/s (summed over jobs) against ``references.storage.write_bw_MiBps``,
 whose params give rw, bs, iodepth, ioengine and size; ``speed_Mbps`` Mb/s as the driver prints it.
 
-Rules: the mode line must be the driver's name for the profile's mode (bond_mode_name() in
+Rules: the mode line must be the driver's name for the site's mode (bond_mode_name() in
 drivers/net/bonding/bond_main.c: 802.3ad prints "IEEE 802.3ad Dynamic link aggregation");
-the bond holds ``storage.slaves`` slaves, each MII "up" at ``slave_speed_Mbps``; in 802.3ad
+the bond holds ``slaves`` slaves, each MII "up" at ``slave_speed_Mbps``; in 802.3ad
 every slave is in the active aggregator and the aggregator has every slave as a port (a
 slave outside it carries no traffic: kernel bonding.rst, "802.3ad"); fio's ``err`` must be 0
 (fio HOWTO: a non-zero err is the job's first I/O error). fio runs with ``--direct=1`` so the
-page cache does not inflate the figure and ``--unlink=1`` so no 4 GiB file is left behind.
+page cache does not inflate the figure and ``--unlink=1`` so no test file is left behind.
 """
 from __future__ import annotations
 
 from provision.checks.base import Check, Finding, Step, require_tools
-from provision.evaluate import expect, measured
-from provision.errors import ParseError
+from provision.checks.rules import expect, measured
+from provision.errors import ParseError, ProfileError
 from provision.parsers import parse_tool
 
 # bond_mode_name() in drivers/net/bonding/bond_main.c, keyed by the mode's option name.
@@ -31,27 +35,27 @@ MODES = {"balance-rr": "load balancing (round-robin)", "active-backup": "fault-t
          "balance-xor": "load balancing (xor)", "broadcast": "fault-tolerance (broadcast)",
          "802.3ad": "IEEE 802.3ad Dynamic link aggregation", "balance-tlb": "transmit load balancing",
          "balance-alb": "adaptive load balancing"}
-MODE = "bond in the wrong mode: re-run `provision install` (network role) and check the switch's LACP config"
-DOWN = "storage link down or missing: check the cable/optic and the switch port, then `ip link` on the slave"
-SPEED = "slave negotiated below its rate: check the optic/cable and the switch port speed"
-AGGREGATOR = ("slave not in the active LACP aggregator (carries no traffic): check that both switch ports "
-              "are in the same port-channel/MLAG and LACP is up")
-SLOW = "checkpoint store below its reference write bandwidth: check the bond, the NFS/parallel-FS mount and the server"
-IO_ERROR = "fio hit I/O errors writing the checkpoint store: check dmesg and the mount, then the storage server"
 
 
 STEP_TOOLS = {"bond": "bonding", "fio": "fio"}  # step -> its tool
 
 
+def site(profile) -> dict:
+    """The host's storage site facts (``provision_storage``). Raises ProfileError without them."""
+    st = profile.site.get("storage")
+    if not st:
+        raise ProfileError(f"profile {profile.name}: no provision_storage site facts for the storage check "
+                           "(set provision_storage in the inventory's group_vars)")
+    return st
+
+
 def steps(profile, host) -> list[Step]:
-    st = profile["storage"]
-    ref = profile.reference("storage", "write_bw_MiBps")
-    p = ref.params if ref else {}
-    fio = ["fio", "--name=checkpoint", f"--directory={st['checkpoint_path']}", f"--rw={p.get('rw', 'write')}",
-           f"--bs={p.get('bs', '1M')}", f"--iodepth={p.get('iodepth', 64)}", f"--ioengine={p.get('ioengine', 'libaio')}",
-           f"--size={p.get('size', '4G')}", "--direct=1", "--unlink=1", "--output-format=json"]
-    bonding_dir = getattr(host, "vars", {}).get("provision_bonding_dir") or st.get("bonding_dir", "/proc/net/bonding")
-    return [Step("bond", ["cat", f"{bonding_dir.rstrip('/')}/{st['bond']}"]), Step("fio", fio)]
+    st = site(profile)
+    p = profile.required_reference("storage", "write_bw_MiBps").params
+    fio = ["fio", "--name=checkpoint", f"--directory={st['checkpoint_path']}", f"--rw={p['rw']}", f"--bs={p['bs']}",
+           f"--iodepth={p['iodepth']}", f"--ioengine={p['ioengine']}", f"--size={p['size']}",
+           "--direct=1", "--unlink=1", "--output-format=json"]
+    return [Step("bond", ["cat", f"{st['bonding_dir'].rstrip('/')}/{st['bond']}"]), Step("fio", fio)]
 
 
 def parse(text: str) -> dict:
@@ -70,7 +74,7 @@ def judge(parsed: dict, profile) -> list[Finding]:
     findings: list[Finding] = []
     for key, result in parsed.items():
         if result.get("tool") == "bonding":
-            findings += _bond(result, profile["storage"])
+            findings += _bond(result, site(profile))
         elif result.get("tool") == "fio":
             findings += _fio(result, profile)
         else:
@@ -80,35 +84,34 @@ def judge(parsed: dict, profile) -> list[Finding]:
 
 def _bond(result: dict, st: dict) -> list[Finding]:
     bond, slaves = st["bond"], result["slaves"]
-    out = [expect(bond, "mode", result["mode"], MODES.get(st["mode"], st["mode"]), "BOND_MODE", MODE),
-           expect(bond, "slave_count", len(slaves), st["slaves"], "BOND_SLAVE_DOWN", DOWN)]
+    out = [expect(bond, "mode", result["mode"], MODES.get(st["mode"], st["mode"]), "BOND_MODE"),
+           expect(bond, "slave_count", len(slaves), st["slaves"], "BOND_SLAVE_DOWN")]
     active = result.get("active_aggregator_id") if st["mode"] == "802.3ad" else None
     for s in slaves:
         device = f"{bond} {s['name']}"
-        out.append(expect(device, "mii_status", s["mii_status"], "up", "BOND_SLAVE_DOWN", DOWN))
+        out.append(expect(device, "mii_status", s["mii_status"], "up", "BOND_SLAVE_DOWN"))
         if s["mii_status"] == "up":
             out.append(expect(device, "speed_Mbps", s["speed_Mbps"], st["slave_speed_Mbps"], "BOND_SLAVE_SPEED",
-                              SPEED, unit="Mb/s"))
+                              unit="Mb/s"))
         if active is not None:
-            out.append(expect(device, "aggregator_id", s["aggregator_id"], active, "BOND_AGGREGATOR", AGGREGATOR))
+            out.append(expect(device, "aggregator_id", s["aggregator_id"], active, "BOND_AGGREGATOR"))
     if active is not None:
         ports = (result.get("active_aggregator") or {}).get("ports")
-        out.append(expect(bond, "aggregator_ports", ports, st["slaves"], "BOND_AGGREGATOR", AGGREGATOR))
+        out.append(expect(bond, "aggregator_ports", ports, st["slaves"], "BOND_AGGREGATOR"))
     return out
 
 
 def _fio(result: dict, profile) -> list[Finding]:
-    path = profile["storage"]["checkpoint_path"]
+    path = site(profile)["checkpoint_path"]
     written = [j["write_bw_MiBps"] for j in result["jobs"] if j.get("write_bw_MiBps") is not None]
     if not written:
         raise ParseError("fio reported no write bandwidth: the job wrote nothing")
     if result.get("errors") is None:
         raise ParseError("fio printed no error count (err=): the result cannot be trusted")
-    ref = profile.reference("storage", "write_bw_MiBps")
-    return [measured(path, "write_bw_MiBps", sum(written), ref, "STORAGE_SLOW", SLOW),
-            expect(path, "fio_errors", result["errors"], 0, "STORAGE_IO_ERROR", IO_ERROR)]
+    ref = profile.required_reference("storage", "write_bw_MiBps")
+    return [measured(path, "write_bw_MiBps", sum(written), ref, "STORAGE_SLOW"),
+            expect(path, "fio_errors", result["errors"], 0, "STORAGE_IO_ERROR")]
 
 
-# needs stays empty: burnin.applicable() asks a section for a ``count``, which ``storage`` has not.
-CHECK = Check(id="storage", tool="cat bonding + fio", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="storage", order=75, tool="cat bonding + fio", steps=steps, parse=parse, judge=judge,
               needs=("storage",), timeout_s=300, metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"})

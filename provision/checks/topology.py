@@ -15,15 +15,12 @@ Rules (profile ``topology``; null = not judged):
 """
 from __future__ import annotations
 
+from provision.checks import faults
 from provision.checks.base import Check, Finding, Step
-from provision.evaluate import expect
+from provision.checks.rules import expect
 from provision.parsers import parse_tool
 
 PATH_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 4}
-NVLINK = ("GPU pair not bonded over all NVLinks: run the nvlink check, reset the GPUs or power-cycle the "
-          "node, check fabric manager and NVSwitch health; reseat the baseboard or RMA if it persists")
-AFFINITY = ("GPU's nearest NIC is further than designed: check that every HCA is seated in its slot "
-            "next to its GPU, BIOS PCIe/ACS settings, and that no HCA is missing (lspci, ibstat)")
 
 
 def steps(profile, host) -> list[Step]:
@@ -37,10 +34,9 @@ def parse(text: str) -> dict:
 def judge(parsed: dict, profile) -> list[Finding]:
     topo, want = parsed[""], profile.get("topology") or {}
     gpus = sorted((name for name in topo["matrix"] if name.startswith("GPU")), key=lambda n: int(n[3:]))
-    findings = [expect("node", "gpu_count", len(gpus), profile["gpu"]["count"], "GPU_MISSING",
-                       "a GPU is not visible: check the kernel log for Xid 79, reseat or RMA")]
+    findings = [expect("node", "gpu_count", len(gpus), profile["gpu"]["count"], "GPU_MISSING")]
     if want.get("gpu_gpu"):
-        findings += [expect(f"{a}-{b}", "gpu_gpu", topo["matrix"][a].get(b), want["gpu_gpu"], "TOPO_NVLINK", NVLINK)
+        findings += [expect(f"{a}-{b}", "gpu_gpu", topo["matrix"][a].get(b), want["gpu_gpu"], "TOPO_NVLINK")
                      for i, a in enumerate(gpus) for b in gpus[i + 1:]]
     if want.get("gpu_nearest_nic"):
         findings += [_nearest_nic(gpu, topo, want["gpu_nearest_nic"]) for gpu in gpus]
@@ -52,15 +48,16 @@ def _nearest_nic(gpu: str, topo: dict, expected: str) -> Finding:
     row = topo["matrix"][gpu]
     nics = [(PATH_RANK.get(cell, len(PATH_RANK)), column, cell) for column, cell in row.items()
             if column.startswith(("NIC", "mlx"))]
+    fault = faults.catalogue()["TOPO_NIC_AFFINITY"]
     if not nics:
         return Finding(device=gpu, metric="nearest_nic", value=None, ok=False, expected=f"{expected} or closer",
-                       fault="TOPO_NIC_AFFINITY", action=AFFINITY, detail="no NIC in the matrix")
+                       fault=fault.code, action=fault.action, detail="no NIC in the matrix")
     rank, column, cell = min(nics)
     name = topo["nic_legend"].get(column)
     return Finding(device=gpu, metric="nearest_nic", value=cell, ok=rank <= PATH_RANK.get(expected, -1),
-                   expected=f"{expected} or closer", fault="TOPO_NIC_AFFINITY", action=AFFINITY,
+                   expected=f"{expected} or closer", fault=fault.code, action=fault.action,
                    detail=f"via {column}" + (f" ({name})" if name else ""))
 
 
-CHECK = Check(id="topology", tool="nvidia-smi topo -m", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+CHECK = Check(id="topology", order=42, tool="nvidia-smi topo -m", steps=steps, parse=parse, judge=judge, needs=("gpu",),
               timeout_s=30, metrics={"gpu_count": ""})

@@ -120,9 +120,10 @@ def _check_host_keys(f: Fields) -> None:
                                    "always checked (remove it, and add the node's key to known_hosts)")
     for name in SSH_ARGS:
         field, value = f.get((name,))
-        if value is not None and WEAK_SSH.search(str(value)):
+        weak = WEAK_SSH.search(str(value)) if value is not None else None
+        if weak:
             raise f.problem(field, f"field '{field}' turns host key checking off "
-                                   f"({WEAK_SSH.search(str(value)).group(0)}); a GPU node's host key is always checked")
+                                   f"({weak.group(0)}); a GPU node's host key is always checked")
 
 
 def _defined_in(host) -> str:

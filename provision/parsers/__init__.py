@@ -1,42 +1,57 @@
 """Tool-output parsers: one module per tool format, each with a pure ``parse(text)``.
 
-``PARSERS`` maps every tool name of the ``provision parse TOOL FILE`` contract
-(tests/data/samples/CONTRACT.md) to its parse function; ``parse_tool`` is the one
+Each parser module declares ``TOOLS``, the tool names of the ``provision parse TOOL
+FILE`` contract (tests/data/samples/CONTRACT.md) whose output its ``parse`` reads.
+The modules are found, not listed: every module here not starting with ``_`` is a
+parser (``_``-prefixed ones are shared helpers), and ``PARSERS`` maps each declared
+tool name to its parse function. Two modules claiming one name, or a parser module
+without ``TOOLS`` or ``parse``, is a ValueError at import. ``parse_tool`` is the one
 entry point that names the source file in its errors.
 """
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+import pkgutil
+from types import ModuleType
+from typing import Any, Callable
 
 from provision.errors import ParseError
-from provision.parsers import (bonding, dcgmi, dmesg_xid, fio, gpu_burn, ibstat, lspci, nccl_tests,
-                               nvbandwidth, p2p, perftest, smi_csv, smi_nvlink, smi_query,
-                               smi_table, smi_topo, smi_xml)
 
-PARSERS: dict[str, Callable[[str], dict]] = {
-    "nvidia-smi": smi_table.parse,
-    "nvidia-smi-q": smi_query.parse,
-    "nvidia-smi-qx": smi_xml.parse,
-    "nvidia-smi-csv": smi_csv.parse,
-    "nvidia-smi-topo": smi_topo.parse,
-    "nvidia-smi-nvlink": smi_nvlink.parse,
-    "nccl-tests": nccl_tests.parse,
-    "perftest": perftest.parse,
-    "ibstat": ibstat.parse,
-    "ibstatus": ibstat.parse,
-    "ibv_devinfo": ibstat.parse,
-    "dcgmi-diag": dcgmi.parse,
-    "nvbandwidth": nvbandwidth.parse,
-    "p2pBandwidthLatencyTest": p2p.parse,
-    "gpu-burn": gpu_burn.parse,
-    "dmesg-xid": dmesg_xid.parse,
-    "lspci": lspci.parse,
-    "bonding": bonding.parse,
-    "fio": fio.parse,
-}
+Parser = Callable[[str], dict[str, Any]]
 
 
-def parse_tool(tool: str, text: str, source: str = "<text>") -> dict:
+def _parser_modules() -> list[ModuleType]:
+    """Import every non-``_`` module of this package, in name order."""
+    names = sorted(info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_"))
+    return [importlib.import_module(f"{__name__}.{name}") for name in names]
+
+
+def _declaration(module: ModuleType) -> tuple[tuple[str, ...], Parser]:
+    """A parser module's ``TOOLS`` and ``parse``; ValueError if either is missing or malformed."""
+    tools, parse = getattr(module, "TOOLS", None), getattr(module, "parse", None)
+    if not (isinstance(tools, tuple) and tools and all(isinstance(t, str) for t in tools)) or not callable(parse):
+        raise ValueError(f"parser module {module.__name__} needs TOOLS (a tuple of tool names) and parse()")
+    return tools, parse
+
+
+def _registry(modules: list[ModuleType]) -> dict[str, Parser]:
+    """Tool name -> parse function, from each module's ``TOOLS``; ValueError on a name claimed twice."""
+    parsers: dict[str, Parser] = {}
+    owners: dict[str, str] = {}
+    for module in modules:
+        tools, parse = _declaration(module)
+        for tool in tools:
+            if tool in owners:
+                raise ValueError(f"tool {tool!r} is claimed by both {owners[tool]} and {module.__name__}")
+            owners[tool] = module.__name__
+            parsers[tool] = parse
+    return parsers
+
+
+PARSERS: dict[str, Parser] = _registry(_parser_modules())
+
+
+def parse_tool(tool: str, text: str, source: str = "<text>") -> dict[str, Any]:
     """Parse ``text`` as the output of ``tool``.
 
     Raises ParseError (one line, naming ``source``) for an unknown tool or for

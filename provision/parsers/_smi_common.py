@@ -4,7 +4,7 @@ into the contract's keys. A ``get(*path)`` callable hides text tree versus XML.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from provision.parsers._util import num, yes_no
 
@@ -51,7 +51,7 @@ def getter(tree: dict) -> Getter:
     return get
 
 
-def first_number(get: Getter, paths: list[tuple[str, ...]]) -> int | float | None:
+def first_number(get: Getter, paths: Sequence[tuple[str, ...]]) -> int | float | None:
     """The first path that holds a number."""
     for path in paths:
         value = num(get(*path))

@@ -26,7 +26,7 @@ def num(text: str | None) -> int | float | None:
 
     Integers stay ``int``; placeholders and text without a number give ``None``.
     """
-    if is_missing(text):
+    if text is None or is_missing(text):
         return None
     match = _NUMBER.search(text)
     if not match:
@@ -45,7 +45,7 @@ def integer(text: str | None) -> int | None:
 
 def yes_no(text: str | None) -> bool | None:
     """"Yes"/"No", "On"/"Off", "Enabled"/"Disabled", "True"/"False" -> bool; else None."""
-    if is_missing(text):
+    if text is None or is_missing(text):
         return None
     word = text.strip().lower()
     if word in {"yes", "on", "enabled", "true", "active"}:
@@ -57,7 +57,7 @@ def yes_no(text: str | None) -> bool | None:
 
 def clean(text: str | None) -> str | None:
     """Stripped ``text``, or None for a placeholder."""
-    return None if is_missing(text) else text.strip()
+    return None if text is None or is_missing(text) else text.strip()
 
 
 def lines(text: str) -> list[str]:

@@ -19,6 +19,7 @@ import re
 from provision.parsers._util import clean, integer, lines, num, refuse, require_text
 
 TOOL = "bonding"
+TOOLS = (TOOL,)
 _KEY = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
 
 

@@ -17,10 +17,12 @@ the closing border after the last row.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from provision.parsers._util import lines, refuse, require_text
 
 TOOL = "dcgmi-diag"
+TOOLS = (TOOL,)
 _STATUS = re.compile(r"^(Pass|Fail|Warn|Skip)\b\s*(?:-\s*(.*))?$")
 _PER_GPU = re.compile(r"^GPU\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip)\b")
 _RANK = {"Fail": 3, "Warn": 2, "Pass": 1, "Skip": 0}
@@ -110,7 +112,7 @@ def _test(chunks: list[str], gpu_count: int | None) -> dict:
             parts[-1] += chunk.rstrip()
         else:
             parts.append(text)
-    record = {"status": None, "failed_gpus": [], "passed_gpus": [], "detail": "; ".join(parts),
+    record: dict[str, Any] = {"status": None, "failed_gpus": [], "passed_gpus": [], "detail": "; ".join(parts),
               "warnings": [], "info": []}
     for part in parts:
         _apply(part, record, gpu_count)
@@ -119,18 +121,26 @@ def _test(chunks: list[str], gpu_count: int | None) -> dict:
 
 def _apply(part: str, record: dict, gpu_count: int | None) -> None:
     """Fold one "Status - GPUs: ..." part into the test's record."""
-    per_gpu, match = _PER_GPU.match(part), _STATUS.match(part)
-    status = per_gpu.group(2) if per_gpu else match.group(1) if match else None
-    if status is None:
+    found = _status(part)
+    if found is None:
         return
+    status, scope = found
     if record["status"] is None or _RANK[status] > _RANK[record["status"]]:
         record["status"] = status
-    scope = per_gpu.group(1) if per_gpu else (match.group(2) or "")
     gpus = [int(g) for g in re.findall(r"\d+", scope)]
     if scope.strip() == "All" and gpu_count:
         gpus = list(range(gpu_count))
     if status in ("Fail", "Pass"):
         record["failed_gpus" if status == "Fail" else "passed_gpus"].extend(gpus)
+
+
+def _status(part: str) -> tuple[str, str] | None:
+    """A part's status word and the GPUs it names ("GPU 3: Fail" or "Fail - GPUs: 0, 1")."""
+    per_gpu = _PER_GPU.match(part)
+    if per_gpu:
+        return per_gpu.group(2), per_gpu.group(1)
+    match = _STATUS.match(part)
+    return (match.group(1), match.group(2) or "") if match else None
 
 
 def _metrics(info: str) -> dict:

@@ -22,6 +22,7 @@ import re
 from provision.parsers._util import lines, refuse, require_text
 
 TOOL = "dmesg-xid"
+TOOLS = (TOOL,)
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*?)\s*$")
 _FALLEN = re.compile(r"NVRM: GPU (?:at PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})"
                      r"(?:\.\d)?: GPU has fallen off the bus")

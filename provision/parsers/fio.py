@@ -21,6 +21,7 @@ from provision.parsers import _fio_text
 from provision.parsers._util import refuse, require_text
 
 TOOL = "fio"
+TOOLS = (TOOL,)
 
 
 def parse(text: str) -> dict:

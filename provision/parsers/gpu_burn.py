@@ -21,6 +21,7 @@ import re
 from provision.parsers._util import lines, refuse, require_text
 
 TOOL = "gpu-burn"
+TOOLS = (TOOL,)
 _PROGRESS = re.compile(r"proc'd:(?P<procd>.*?)errors:(?P<errors>.*?)temps:(?P<temps>.*)$")
 _VERDICT = re.compile(r"^\s*GPU\s+(\d+):\s*(OK|FAULTY)\s*$")
 _NAME = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:")
@@ -53,7 +54,7 @@ def parse(text: str) -> dict:
 
 def _values(match: re.Match) -> tuple[list, list, list, list]:
     """Gflop/s, errors, WARNING flags and temperatures from one progress line."""
-    gflops = [float(g) for g in re.findall(r"\(([\d.]+)\s*Gflop/s\)", match.group("procd"))]
+    gflops: list[float | None] = [float(g) for g in re.findall(r"\(([\d.]+)\s*Gflop/s\)", match.group("procd"))]
     if not gflops:
         gflops = [None] * len(re.findall(r"\d+", match.group("procd")))
     errors, warned = [], []

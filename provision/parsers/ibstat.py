@@ -20,7 +20,7 @@ import re
 
 from provision.parsers._util import clean, lines, num, refuse, require_text
 
-TOOLS = ("ibstat", "ibstatus", "ibv_devinfo")
+TOOLS = ("ibstat", "ibstatus", "ibv_devinfo")  # one parser: the format is told by its header
 _STATES = {1: "Down", 2: "Initializing", 3: "Armed", 4: "Active", 5: "ActiveDefer"}
 _PHYS = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
          6: "LinkErrorRecovery", 7: "PhyTest"}
@@ -42,8 +42,8 @@ def parse(text: str) -> dict:
         port = _PORT.match(row)
         if port and ca and tool != "ibstatus":
             ports.append(_new_port(ca, int(port.group(1) or port.group(2))))
-        elif ca and _KEY.match(row):
-            key, value = _KEY.match(row).groups()
+        elif ca and (pair := _KEY.match(row)):
+            key, value = pair.groups()
             (ports[-1] if ports and ports[-1]["ca"] == ca["name"] else ca)[key.lower()] = value
     if tool is None:
         raise refuse("ibstat/ibstatus/ibv_devinfo", "no \"CA '...'\", \"Infiniband device '...'\" "

@@ -16,6 +16,7 @@ import re
 from provision.parsers._util import lines, refuse, require_text
 
 TOOL = "lspci"
+TOOLS = (TOOL,)
 _DEVICE = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+\S")
 _LINK = re.compile(r"^\s*(LnkCap|LnkSta):\s*(.*)$")
 _SPEED = re.compile(r"Speed\s+([\d.]+)GT/s|Speed\s+(unknown)")

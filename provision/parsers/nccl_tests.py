@@ -20,10 +20,12 @@ header, result row, summary or NCCL log line.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from provision.parsers._util import lines, num, refuse, require_text, strip_mpi_tag
 
 TOOL = "nccl-tests"
+TOOLS = (TOOL,)
 _NCCL_LOG = re.compile(r"\bNCCL (INFO|WARN)\b")
 _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[([^\]]*)\]\s+(.*?)\s*$")
@@ -36,7 +38,7 @@ _ELEMENT_BYTES = {"int8": 1, "uint8": 1, "char": 1, "half": 2, "float16": 2, "bf
 def parse(text: str) -> dict:
     """Parse nccl-tests output into the contract's dict (see module doc)."""
     require_text(text, "nccl-tests")
-    state = {"rows": [], "warnings": [], "error_codes": [], "ranks": {}, "header": {}}
+    state: dict[str, Any] = {"rows": [], "warnings": [], "error_codes": [], "ranks": {}, "header": {}}
     for row in lines(text):
         _line(strip_mpi_tag(row), state)
     header = state["header"]

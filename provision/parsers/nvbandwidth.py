@@ -19,6 +19,7 @@ import re
 from provision.parsers._util import lines, num, refuse, require_text
 
 TOOL = "nvbandwidth"
+TOOLS = (TOOL,)
 _RUNNING = re.compile(r"^Running\s+(\S+?)\.?\s*$")
 _SUM = re.compile(r"^SUM\s+(\S+)\s+([\d.]+)")
 _INDEX_ROW = re.compile(r"^\s*(\d+)((?:\s+(?:[\d.]+|N/A))+)\s*$")

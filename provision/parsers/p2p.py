@@ -14,10 +14,12 @@ without the closing "NOTE: The CUDA Samples are not meant for performance..." li
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from provision.parsers._util import lines, num, refuse, require_text
 
 TOOL = "p2pBandwidthLatencyTest"
+TOOLS = (TOOL,)
 _DEVICE = re.compile(r"^Device:\s*(\d+),\s*(.*?),\s*pciBusID:\s*([0-9a-fA-F]+),\s*pciDeviceID:\s*"
                      r"([0-9a-fA-F]+),\s*pciDomainID:\s*([0-9a-fA-F]+)")
 _ACCESS = re.compile(r"^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+)")
@@ -37,7 +39,7 @@ _MATRICES = [key for _, key in _TITLES if not key.startswith("latency")] + [
 def parse(text: str) -> dict:
     """Parse p2pBandwidthLatencyTest text into the contract's dict (see module doc)."""
     require_text(text, "p2pBandwidthLatencyTest")
-    state = {"devices": [], "access": {}, "current": None, "sub": "gpu", "columns": []}
+    state: dict[str, Any] = {"devices": [], "access": {}, "current": None, "sub": "gpu", "columns": []}
     state.update({key: {} for key in _MATRICES})
     banner = False
     for row in lines(text):

@@ -17,10 +17,12 @@ closed by a dashed line. Raises ParseError without a "#bytes" result header.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from provision.parsers._util import lines, num, refuse, require_text
 
 TOOL = "perftest"
+TOOLS = (TOOL,)
 _TITLE = re.compile(r"^\s*(\S.*?)\s+Test\s*$")
 _PAIR = re.compile(r"(\w[\w*. -]*?)\s*:\s*(\S+)")
 _UNIT = re.compile(r"BW average\[([^\]]+)\]")
@@ -40,12 +42,13 @@ def parse(text: str) -> dict:
         raise refuse("perftest", "no '#bytes #iterations ...' result header")
     header_at, data, closed = tables[-1]
     settings = _settings(rows[:header_at])
-    result = {"tool": TOOL, "complete": closed and bool(data), "result_tables": len(tables),
+    table = [_row(rows[header_at], r) for r in data]
+    result: dict[str, Any] = {"tool": TOOL, "complete": closed and bool(data), "result_tables": len(tables),
               "test": settings.get("title"), "device": settings.get("Device"),
               "link_type": settings.get("Link type"), "transport": settings.get("Transport type"),
               "connection": settings.get("Connection type"), "mtu": settings.get("Mtu"),
-              "rows": [_row(rows[header_at], r) for r in data]}
-    last = result["rows"][-1] if result["rows"] else {}
+              "rows": table}
+    last = table[-1] if table else {}
     result.update(msg_size=last.get("msg_size"), iterations=last.get("iterations"))
     result.update({k: v for k, v in last.items() if k not in ("msg_size", "iterations")})
     if "BW" in rows[header_at]:
@@ -61,7 +64,7 @@ def parse(text: str) -> dict:
 def _started_only(rows: list[str]) -> dict:
     """A run cut off after perftest's settings banner: what it tested, no results."""
     settings = _settings(rows)
-    result = {"tool": TOOL, "complete": False, "result_tables": 0, "test": settings.get("title"),
+    result: dict[str, Any] = {"tool": TOOL, "complete": False, "result_tables": 0, "test": settings.get("title"),
               "device": settings.get("Device"), "link_type": settings.get("Link type"), "rows": [],
               "msg_size": None, "iterations": None}
     if "BW" in (settings.get("title") or ""):
@@ -82,7 +85,7 @@ def _tables(rows: list[str]) -> list[tuple[int, list[str], bool]]:
 
 def _table_body(rows: list[str], start: int) -> tuple[int, list[str], bool]:
     """Data lines after a header (warnings skipped) up to the closing dashes."""
-    data = []
+    data: list[str] = []
     for row in rows[start + 1:]:
         stripped = row.strip()
         if stripped.startswith("---"):

@@ -18,6 +18,7 @@ import re
 from provision.parsers._util import is_missing, lines, num, refuse, require_text
 
 TOOL = "nvidia-smi-csv"
+TOOLS = (TOOL,)
 _FIELD = re.compile(r"^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*(?:\s*\[([^\]]+)\])?$")
 _PLAIN_FIELDS = {"index", "name", "uuid", "serial", "count", "timestamp", "pstate",
                  "driver_version", "vbios_version", "compute_mode", "gom", "persistence_mode"}
@@ -33,7 +34,7 @@ def parse(text: str) -> dict:
         return _headless(records)
     header = records[start]
     names = [re.sub(r"\s*\[[^\]]*\]$", "", h) for h in header]
-    units = [_FIELD.match(h).group(1) for h in header]
+    units = [_unit(h) for h in header]
     rows, complete = _rows(records[start + 1:], header, names, units)
     return {
         "tool": TOOL,
@@ -48,6 +49,12 @@ def _is_header(record: list[str]) -> bool:
     """A header: every field is a query name such as "power.draw [W]"."""
     return all(_FIELD.match(field) for field in record) and any(
         "." in f or f.split()[0] in _PLAIN_FIELDS for f in record)
+
+
+def _unit(field: str) -> str | None:
+    """The unit in a header field's brackets ("power.draw [W]" -> "W"), if any."""
+    match = _FIELD.match(field)
+    return match.group(1) if match else None
 
 
 def _rows(records: list[list[str]], header: list[str], names: list[str],

@@ -18,6 +18,7 @@ import re
 from provision.parsers._util import lines, num, refuse, require_text
 
 TOOL = "nvidia-smi-nvlink"
+TOOLS = (TOOL,)
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*$")
 _LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.+?)\s*$")
 _ALL_INACTIVE = re.compile(r"all links are inactive", re.IGNORECASE)

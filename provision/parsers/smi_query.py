@@ -24,6 +24,7 @@ from provision.parsers import _smi_common as common
 from provision.parsers._util import clean, integer, lines, refuse, require_text
 
 TOOL = "nvidia-smi-q"
+TOOLS = (TOOL,)
 _KEY_VALUE = re.compile(r"^(\s*)(\S.*?)\s*:(?:\s(.*))?$")
 _GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 

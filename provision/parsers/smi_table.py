@@ -21,6 +21,7 @@ import re
 from provision.parsers._util import clean, integer, lines, num, refuse, require_text
 
 TOOL = "nvidia-smi"
+TOOLS = (TOOL,)
 _BANNER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?")
 _ERROR = re.compile(r"(Unable to determine the device handle.*|NVIDIA-SMI has failed.*|"
                     r"No devices were found|Failed to initialize NVML.*)")

@@ -16,6 +16,7 @@ import re
 from provision.parsers._util import clean, lines, refuse, require_text
 
 TOOL = "nvidia-smi-topo"
+TOOLS = (TOOL,)
 _AFFINITY = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity",
              "GPU NUMA ID": "gpu_numa_id"}
 _LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
@@ -30,7 +31,7 @@ def parse(text: str) -> dict:
         raise refuse("nvidia-smi topo -m", "no header row starting with 'GPU0'")
     columns, extra = _header(rows[start])
     matrix, affinity = _body(rows[start + 1:], columns, extra)
-    legend = dict(m.groups() for m in map(_LEGEND.match, rows[start + 1:]) if m)
+    legend = {m.group(1): m.group(2) for m in map(_LEGEND.match, rows[start + 1:]) if m}
     return {
         "tool": TOOL,
         "complete": len(matrix) == len(columns),
@@ -67,7 +68,7 @@ def _body(rows: list[str], columns: list[str], extra: list[str]) -> tuple[dict, 
         matrix[tokens[0]] = dict(zip(columns, cells))
         if tokens[0].startswith("GPU"):
             values = tokens[len(columns) + 1:]
-            record = {key: None for key in _AFFINITY.values()}
+            record: dict[str, str | None] = {key: None for key in _AFFINITY.values()}
             record.update({key: clean(v) for key, v in zip(extra, values)})
             affinity[tokens[0]] = record
     return matrix, affinity

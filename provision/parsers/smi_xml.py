@@ -22,6 +22,7 @@ from provision.parsers import _smi_common as common
 from provision.parsers._util import clean, integer, refuse, require_text
 
 TOOL = "nvidia-smi-qx"
+TOOLS = (TOOL,)
 
 
 def parse(text: str) -> dict:
@@ -50,20 +51,28 @@ def _root(text: str) -> tuple[ET.Element, bool]:
     start = text.find("<nvidia_smi_log")
     if start < 0:
         raise refuse("nvidia-smi -q -x", "no <nvidia_smi_log> element")
-    parser = ET.XMLPullParser(events=("start",))
-    root = None
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start",))
+    root: ET.Element | None = None
+    closed = True
     try:
         parser.feed(text[start:])
-        for _, element in parser.read_events():
-            root = element if root is None else root
+        root = _first_element(parser, root)
         parser.close()
-        return root, True
     except ET.ParseError:
-        for _, element in parser.read_events():
-            root = element if root is None else root
-        if root is None:
-            raise refuse("nvidia-smi -q -x", "the <nvidia_smi_log> element is unreadable") from None
-        return root, False
+        closed = False
+    root = _first_element(parser, root)
+    if root is None:
+        raise refuse("nvidia-smi -q -x", "the <nvidia_smi_log> element is unreadable")
+    return root, closed
+
+
+def _first_element(parser: ET.XMLPullParser[ET.Element], root: ET.Element | None) -> ET.Element | None:
+    """``root``, or else the first element the parser has started since; drains its events."""
+    for event in parser.read_events():
+        element = event[-1]
+        if root is None and isinstance(element, ET.Element):
+            root = element
+    return root
 
 
 def _getter(element: ET.Element) -> common.Getter:

@@ -1,51 +1,50 @@
-"""Hardware profiles: one YAML per SKU under ``provision/profiles/data/``.
+"""Hardware profiles: one YAML per SKU under ``provision/profiles/data/``, and what a host adds.
 
-A profile names the GPU model and count, NVLink, PCIe, HCAs, the driver pin and the
-``references`` the burn-in judges against (ReFrame semantics: ``value`` with ``lower``
-and ``upper`` bounds as signed fractions of it, ``null`` for unbounded). Every reference
-carries its ``unit``, the test ``params`` it holds for and its ``source``.
+A profile holds hardware facts only: the GPU model and count, NVLink, PCIe, HCAs, topology,
+and the ``references`` the burn-in judges against (ReFrame semantics: ``value`` with
+``lower`` and ``upper`` bounds as signed fractions of it, ``null`` for unbounded; each with
+its ``unit``, the test ``params`` it holds for, and its ``source``). Its schema,
+``profile.schema.json``, refuses unknown keys, so a misspelt key is an error, never a rule
+silently turned off.
+
+The rest of what a check needs lives with its own concern:
+- software pins: ``stack_release.yaml`` (``Profile.stack``; the roles read the same file);
+- site facts: the inventory's ``provision_storage`` (``Profile.site``, ``site.schema.json``);
+- the simulator's healthy figures: ``provision/sim/figures.yaml``.
+``for_host`` puts a host's profile together: the profile, the site's reference overrides
+(``provision_reference_overrides``) and its site facts.
 """
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from provision.errors import ProfileError
+from provision.profiles import release, schema
+from provision.results.model import Reference
 
 DATA_DIR = Path(__file__).with_name("data")
-REQUIRED = ("name", "gpu", "driver", "references")
-REFERENCE_KEYS = ("value", "lower", "upper", "unit", "source")
-
-
-@dataclass(frozen=True)
-class Reference:
-    """One threshold: ``value`` in ``unit``; bounds are fractions (-0.05 = 5% below value)."""
-
-    value: float
-    lower: float | None
-    upper: float | None
-    unit: str
-    source: str
-    params: dict
-
-    def bounds(self) -> tuple[float | None, float | None]:
-        """Absolute (low, high) limits in ``unit``; None where unbounded."""
-        low = None if self.lower is None else self.value * (1 + self.lower)
-        high = None if self.upper is None else self.value * (1 + self.upper)
-        return low, high
+BONDING_DIR = "/proc/net/bonding"  # the bonding driver's status files (kernel bonding.rst)
+# Hardware feature -> the key path whose value must be truthy (``Profile.has``).
+FEATURES = {"gpu": ("gpu", "count"), "hca": ("hca", "count"), "nvlink": ("gpu", "nvlink", "links")}
 
 
 @dataclass(frozen=True)
 class Profile:
-    """A loaded hardware profile; ``data`` is the YAML mapping, ``path`` where it came from."""
+    """A hardware profile as a host sees it: ``data`` the validated YAML mapping, ``path`` where
+    it came from, ``target`` the node's NVIDIA repository folder (``for_target``; None before
+    the node's OS is known) and ``site`` the host's site facts ({"storage": {...}})."""
 
     name: str
     data: dict
     path: str
+    target: str | None = None
+    site: dict = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -53,15 +52,39 @@ class Profile:
     def get(self, key: str, default: Any = None) -> Any:
         return self.data.get(key, default)
 
+    @property
+    def stack(self) -> dict[str, str]:
+        """The software pins for this node: the stack release's, with its target's overrides.
+        Keys driver_branch, driver_version, cuda_version, cudnn_version, nccl_version,
+        nccl_cuda_version."""
+        return release.pins(self.target)
+
+    def has(self, feature: str) -> bool:
+        """Whether the host has ``feature``: gpu, hca, nvlink (hardware) or storage (site facts)."""
+        if feature == "storage":
+            return bool(self.site.get("storage"))
+        if feature not in FEATURES:
+            raise ValueError(f"unknown feature {feature!r} (known: {', '.join([*FEATURES, 'storage'])})")
+        value: Any = self.data
+        for key in FEATURES[feature]:
+            value = value.get(key) if isinstance(value, dict) else None
+        return bool(value)
+
     def reference(self, check: str, metric: str) -> Reference | None:
         """The reference for ``check``/``metric``, or None when the profile has none."""
         row = self.data.get("references", {}).get(check, {}).get(metric)
         if row is None:
             return None
-        return Reference(
-            value=float(row["value"]), lower=row.get("lower"), upper=row.get("upper"),
-            unit=row["unit"], source=row["source"], params=row.get("params") or {},
-        )
+        return Reference(value=float(row["value"]), lower=row["lower"], upper=row["upper"], unit=row["unit"],
+                         source=row["source"], params=dict(row.get("params") or {}))
+
+    def required_reference(self, check: str, metric: str) -> Reference:
+        """The reference a check cannot run or judge without. Raises ProfileError naming it."""
+        ref = self.reference(check, metric)
+        if ref is None:
+            raise ProfileError(f"profile {self.name} ({self.path}): references.{check}.{metric}: missing; "
+                               f"the {check} check takes its thresholds and test sizes from it")
+        return ref
 
     def with_overrides(self, overrides: dict | None, origin: str) -> "Profile":
         """A copy with a site's reference overrides ({check: {metric: {key: value}}}) merged in."""
@@ -76,28 +99,36 @@ class Profile:
             for metric, fields in (metrics or {}).items():
                 row = data.setdefault("references", {}).setdefault(check, {}).get(metric)
                 if row is None or not isinstance(fields, dict):
-                    raise ProfileError(f"{origin}: provision_reference_overrides.{check}.{metric}: "
-                                       f"no such reference in profile {self.name}")
+                    raise ProfileError(f"{where}.{check}.{metric}: no such reference in profile {self.name}")
                 row.update(fields)
-        _validate(data, origin)
-        return Profile(self.name, data, self.path)
+        try:
+            schema.validate(data, "profile", origin)
+        except ProfileError as exc:  # name the override as well as the key it made wrong
+            raise ProfileError(str(exc).replace(f"{origin}: ", f"{where}: ", 1)) from None
+        return dataclasses.replace(self, data=data)
+
+    def with_site(self, host_vars: dict, origin: str) -> "Profile":
+        """A copy with the site facts of a host's variables (``provision_storage``), validated
+        against ``site.schema.json``; ``bonding_dir`` defaults to /proc/net/bonding."""
+        facts = {k: host_vars[k] for k in ("provision_storage",) if host_vars.get(k) is not None}
+        schema.validate(facts, "site", origin)
+        site = {}
+        if "provision_storage" in facts:
+            site["storage"] = {"bonding_dir": BONDING_DIR, **facts["provision_storage"]}
+        return dataclasses.replace(self, site=site)
 
     def for_target(self, target: str | None) -> "Profile":
-        """A copy whose stack pins are those of ``target`` (``stack_targets``); ``stack_target`` set."""
-        if target is None:
-            return self
-        data = copy.deepcopy(self.data)
-        data.setdefault("stack", {}).update((stack_targets().get(target) or {}).get("stack") or {})
-        data["stack_target"] = target
-        return Profile(self.name, data, self.path)
+        """A copy for a node of NVIDIA repository folder ``target`` (its pins: ``stack``)."""
+        return self if target is None else dataclasses.replace(self, target=target)
 
 
-STACK_TARGETS = Path(__file__).with_name("stack_targets.yaml")
-
-
-def stack_targets() -> dict:
-    """Per NVIDIA repository folder, the stack pins that differ from a profile's (``stack_targets.yaml``)."""
-    return yaml.safe_load(STACK_TARGETS.read_text()) or {}
+def for_host(profile_name: str, host_vars: dict, host_name: str) -> Profile:
+    """Host ``host_name``'s profile: ``profile_name`` loaded, its site's reference overrides
+    (``provision_reference_overrides``) and site facts (``provision_storage``) from
+    ``host_vars`` applied. Raises ProfileError naming ``host <name>`` and the key."""
+    origin = f"host {host_name}"
+    profile = load(profile_name).with_overrides(host_vars.get("provision_reference_overrides"), origin)
+    return profile.with_site(host_vars, origin)
 
 
 def target_of(os_release: dict) -> str | None:
@@ -127,26 +158,5 @@ def load(name: str) -> Profile:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    _validate(data, str(path))
+    schema.validate(data, "profile", str(path))
     return Profile(data["name"], data, str(path))
-
-
-def _validate(data: Any, origin: str) -> None:
-    if not isinstance(data, dict):
-        raise ProfileError(f"{origin}: a profile must be a mapping")
-    for key in REQUIRED:
-        if key not in data:
-            raise ProfileError(f"{origin}: missing field '{key}'")
-    for check, metrics in data["references"].items():
-        for metric, row in (metrics or {}).items():
-            where = f"{origin}: references.{check}.{metric}"
-            if not isinstance(row, dict):
-                raise ProfileError(f"{where}: must be a mapping")
-            missing = [k for k in REFERENCE_KEYS if k not in row]
-            if missing:
-                raise ProfileError(f"{where}: missing {', '.join(missing)}")
-            if not isinstance(row["value"], (int, float)):
-                raise ProfileError(f"{where}.value: not a number: {row['value']!r}")
-            for bound in ("lower", "upper"):
-                if row[bound] is not None and not isinstance(row[bound], (int, float)):
-                    raise ProfileError(f"{where}.{bound}: not a fraction: {row[bound]!r}")

@@ -1,9 +1,10 @@
-"""JUnit XML from report.json, made with junit-xml: one testsuite per host.
+"""JUnit XML from a run, made with junit-xml: one testsuite per host, plus one ``cluster``
+suite for results that span several hosts (pair, group, cluster scope).
 
 Testcases: ``install.<role>`` (one per role the host ran) and ``burnin.<check>`` (one per
-check). A check that failed is a JUnit failure; one that could not run is a JUnit error,
-kept apart so CI shows broken tooling differently from broken hardware. Messages carry the
-measured value and the reference.
+check; a multi-host result is named ``<check>[host+host]``). A check that failed is a JUnit
+failure; one that could not run is a JUnit error, kept apart so CI shows broken tooling
+differently from broken hardware. Messages carry the measured value and the reference.
 """
 from __future__ import annotations
 
@@ -11,54 +12,61 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from provision.results.model import CheckResult, HostInstall, Outcome, Run, Scope
 
-def suites(report: dict) -> list[TestSuite]:
+CLUSTER_SUITE = "cluster"
+
+
+def suites(run: Run) -> list[TestSuite]:
+    properties = {"run_id": run.run_id}
     out = []
-    hosts = sorted(set(report.get("install", {})) | set(report.get("burnin", {})))
-    for host in hosts:
-        cases = _install_cases(host, report.get("install", {}).get(host))
-        cases += [_check_case(host, row) for row in report.get("burnin", {}).get(host, [])]
-        out.append(TestSuite(host, cases, hostname=host, properties={"run_id": report.get("run_id", "")}))
+    for host in sorted(set(run.install) | {h for r in run.results if r.scope is Scope.NODE for h in r.hosts}):
+        cases = _install_cases(host, run.install.get(host))
+        cases += [_check_case(host, r) for r in run.results if r.scope is Scope.NODE and r.hosts == (host,)]
+        out.append(TestSuite(host, cases, hostname=host, properties=properties))
+    multi = [r for r in run.results if r.scope is not Scope.NODE]
+    if multi:
+        out.append(TestSuite(CLUSTER_SUITE, [_check_case(CLUSTER_SUITE, r) for r in multi], properties=properties))
     return out
 
 
-def _install_cases(host: str, install: dict | None) -> list[TestCase]:
+def _install_cases(host: str, install: HostInstall | None) -> list[TestCase]:
     if not install:
         return []
     cases = []
-    for role, row in install["roles"].items():
+    for role, row in install.roles.items():
         case = TestCase(role, classname=f"install.{role}", file=host)
-        case.stdout = f"{row['tasks']} tasks, {row['changed']} changed"
-        if row["failed"]:
-            case.add_failure_info(message="; ".join(f"{f['task']}: {f['msg']}" for f in row["failed"]))
+        case.stdout = f"{row.tasks} tasks, {row.changed} changed"
+        if row.failed:
+            case.add_failure_info(message="; ".join(f"{f.task}: {f.msg}" for f in row.failed))
         cases.append(case)
-    if install["status"] == "unreachable" and not any(r["failed"] for r in install["roles"].values()):
+    if install.status == "unreachable" and not any(r.failed for r in install.roles.values()):
         case = TestCase("connect", classname="install.connect", file=host)
         case.add_error_info(message="host unreachable")
         cases.append(case)
     return cases
 
 
-def _check_case(host: str, row: dict) -> TestCase:
-    case = TestCase(row["check"], classname=f"burnin.{row['check']}", elapsed_sec=row.get("duration_s", 0), file=host)
-    case.stdout = row["message"]
-    if row["outcome"] == "fail":
-        case.add_failure_info(message=row["message"])
-    elif row["outcome"] == "error":
-        case.add_error_info(message=row["message"])
-    elif row["outcome"] == "skipped":
-        case.add_skipped_info(message=row["message"])
+def _check_case(suite: str, result: CheckResult) -> TestCase:
+    name = result.check if result.scope is Scope.NODE else f"{result.check}[{result.host}]"
+    case = TestCase(name, classname=f"burnin.{result.check}", elapsed_sec=result.duration_s, file=suite)
+    case.stdout = result.message
+    if result.outcome is Outcome.FAIL:
+        case.add_failure_info(message=result.message)
+    elif result.outcome is Outcome.ERROR:
+        case.add_error_info(message=result.message)
+    elif result.outcome is Outcome.SKIPPED:
+        case.add_skipped_info(message=result.message)
     return case
 
 
-def write(run_dir: Path, report: dict) -> list[Path]:
-    """Write ``junit/<host>.xml`` per host and ``junit/all.xml``; return the paths."""
-    folder = run_dir / "junit"
+def write(folder: Path, run: Run) -> list[Path]:
+    """Write ``<folder>/<suite>.xml`` per suite and ``<folder>/all.xml``; return the paths."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.xml"):
         old.unlink()
     written = []
-    all_suites = suites(report)
+    all_suites = suites(run)
     for suite in all_suites:
         path = folder / f"{suite.name}.xml"
         path.write_text(to_xml_report_string([suite], encoding="utf-8"))

@@ -10,7 +10,7 @@ import os
 import re
 import shlex
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from provision.errors import RunnerError
 
 
 @dataclass
-class HostInstall:
+class PlaybookHost:
     """One host's install: ``status`` ok|failed|unreachable; ``roles`` role -> {tasks, changed, failed: [..]};
     ``reboot_pending`` when the driver waits for a reboot the inventory opted out of."""
 
@@ -37,7 +37,7 @@ class PlaybookResult:
     playbook: str
     rc: int
     status: str
-    hosts: dict[str, HostInstall]
+    hosts: dict[str, PlaybookHost]
     artifacts: str
 
 
@@ -47,9 +47,9 @@ def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir:
     """Run ``playbooks/<playbook>`` against one inventory or several (``-i`` each, later ones win).
     ``vault_args``: ansible-playbook's vault options. Raises RunnerError if it could not start."""
     artifacts_dir.mkdir(parents=True, exist_ok=True)
-    hosts: dict[str, HostInstall] = {}
+    hosts: dict[str, PlaybookHost] = {}
     kwargs = runner_kwargs(playbook, inventory, artifacts_dir, limit, tags, extravars, vault_args)
-    kwargs["event_handler"] = lambda e: _on_event(e, hosts, progress) or True
+    kwargs["event_handler"] = _event_handler(hosts, progress)
     try:
         result = ansible_runner.run(**kwargs)
     except Exception as exc:  # ansible-runner raises bare exceptions for a bad private dir
@@ -90,7 +90,14 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
 _LAST_ROLE = [""]
 
 
-def _on_event(event: dict, hosts: dict[str, HostInstall], progress) -> None:
+def _event_handler(hosts: dict[str, PlaybookHost], progress) -> Callable[[dict], bool]:
+    def handle(event: dict) -> bool:
+        _on_event(event, hosts, progress)
+        return True  # ansible-runner writes an event to the artifacts only when its handler returns True
+    return handle
+
+
+def _on_event(event: dict, hosts: dict[str, PlaybookHost], progress) -> None:
     kind, data = event.get("event", ""), event.get("event_data", {})
     if kind == "playbook_on_task_start" and data.get("role") and data.get("role") != _LAST_ROLE[0]:
         _LAST_ROLE[0] = data["role"]
@@ -98,7 +105,7 @@ def _on_event(event: dict, hosts: dict[str, HostInstall], progress) -> None:
     host = data.get("host")
     if not host or kind not in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped"):
         return
-    entry = hosts.setdefault(host, HostInstall(host))
+    entry = hosts.setdefault(host, PlaybookHost(host))
     role = data.get("role") or "play"
     row = entry.roles[role]
     row["tasks"] += 1
@@ -129,6 +136,7 @@ def _msg(res: dict) -> str:
     msg = str(res.get("msg") or res.get("stderr") or res.get("reason") or "")
     key_lines = _HOST_KEY_LINE.findall(msg)
     if key_lines:  # ssh's banner would fill the message; its own explanation is what the operator needs
-        return ("SSH host key check refused the host: " + "; ".join(dict.fromkeys(k.strip().rstrip(".") for k in key_lines))
+        refusals = "; ".join(dict.fromkeys(k.strip().rstrip(".") for k in key_lines))
+        return ("SSH host key check refused the host: " + refusals
                 + " (reinstalled node: verify, then update known_hosts)")[:400]
     return " ".join(msg.split())[:300]

@@ -11,8 +11,10 @@ two NUMA nodes (DGX H100 user guide, "System topology").
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
+from pathlib import Path
 
 import yaml
 
@@ -32,6 +34,15 @@ CA_TYPES = {"ConnectX-7": "MT4129", "ConnectX-6 Dx": "MT4125", "ConnectX-6": "MT
 CPU = {"numa_nodes": 2, "cores_per_numa": 56, "threads_per_core": 2}
 SWITCHES = 4
 NOISE_PCT = 2.0
+# Healthy figures per profile name (figures.yaml), and the rack's site settings, whose
+# provision_storage is the storage bond the simulated kernel shows (site.yml).
+FIGURES = Path(__file__).with_name("figures.yaml")
+SITE = Path(__file__).with_name("site.yml")
+
+
+@functools.cache
+def _yaml(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
 
 
 def _digest(*parts: object) -> bytes:
@@ -144,9 +155,9 @@ def _mac(hostname: str, *parts: object) -> str:
     return ":".join(f"{b:02x}" for b in raw)
 
 
-def _storage(profile: dict, hostname: str) -> dict:
-    """The storage network bond: all slaves up in one LACP aggregator facing one switch."""
-    st = profile.get("storage") or {}
+def _storage(st: dict, hostname: str) -> dict:
+    """The storage network bond of the site facts ``st``: all slaves up in one LACP aggregator
+    facing one switch."""
     if not st:
         return {"bond": None}
     partner = _mac("leaf-switch", st.get("bond", "bond0"))
@@ -171,9 +182,9 @@ def build(profile: dict, hostname: str, node_index: int) -> dict:
         "nominal": {"hca_rate_Gbps": hca.get("rate_Gbps"),
                     "gpu_pcie": dict((profile.get("gpu") or {}).get("pcie") or {}),
                     "hca_pcie": dict(hca.get("pcie") or {})},
-        "storage": _storage(profile, hostname),
+        "storage": _storage(_yaml(SITE).get("provision_storage") or {}, hostname),
         "kernel_log": [],
-        "performance": dict(profile.get("simulation") or {}),
+        "performance": dict(_yaml(FIGURES).get(profile.get("name")) or {}),
         "noise_pct": NOISE_PCT,
         "faults": {},
     }

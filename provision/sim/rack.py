@@ -2,8 +2,9 @@
 
 Each node is a namespace set (mount, UTS, IPC, PID) over an overlay of the shared base
 root, running its own sshd on its own loopback address (``provision/sim/README.md``).
-The rack's state lives in ``<inventory>/.sim/``; ``sim up`` also writes ``<inventory>/hosts.yml``
-so that the rack is an ordinary Ansible inventory with host key checking on.
+The rack's state lives outside its inventory folder (``state.py``); ``sim up`` writes only
+``<inventory>/hosts.yml`` there, so that the rack is an ordinary Ansible inventory with host key
+checking on.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import yaml
 from provision import profiles
 from provision.errors import ProvisionError, RunnerError
 from provision.sim import base as sim_base
-from provision.sim import hwmodel, keys, osflavor, repo, rpmrepo, snapshot
+from provision.sim import hwmodel, keys, osflavor, repo, rpmrepo, snapshot, state
 
 INIT_SCRIPT = Path(__file__).with_name("node-init.sh")
 TOOLS_DIR = Path(__file__).with_name("tools")
@@ -57,20 +58,25 @@ class SimNode:
 
 
 def state_dir(inventory_dir: Path) -> Path:
-    return inventory_dir / ".sim"
+    """The rack's state folder, outside ``inventory_dir`` (``state.folder``)."""
+    return state.folder(inventory_dir)
 
 
 def load_nodes(inventory_dir: Path) -> list[SimNode]:
     """The rack's nodes from its state file; [] when no rack was started there."""
-    state = state_dir(inventory_dir) / "rack.json"
-    if not state.is_file():
+    return _read_nodes(state_dir(inventory_dir))
+
+
+def _read_nodes(sdir: Path) -> list[SimNode]:
+    path = sdir / "rack.json"
+    if not path.is_file():
         return []
     try:
-        data = json.loads(state.read_text())
+        data = json.loads(path.read_text())
         return [SimNode(n["name"], n["address"], int(n["pid"])) for n in data["nodes"]]
     except (ValueError, KeyError, TypeError) as exc:
-        raise ProvisionError(f"{state}: corrupt rack state ({type(exc).__name__}); stop the nodes by hand "
-                             "and delete the .sim folder") from None
+        raise ProvisionError(f"{path}: corrupt rack state ({type(exc).__name__}); stop the nodes by hand "
+                             f"and delete {sdir}") from None
 
 
 def is_up(inventory_dir: Path) -> bool:
@@ -120,14 +126,15 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         started.append(_start(node_dir, lower, name, address, sdir / "logs" / f"{name}.log"))
     (sdir / "known_hosts").write_text("\n".join(known) + "\n")
     (sdir / "rack.json").write_text(json.dumps(
-        {"profile": profile.name, "repo_url": repo_url,
+        {"inventory": str(inventory_dir.resolve()), "profile": profile.name, "repo_url": repo_url,
          "nodes": [{"name": n.name, "address": n.address, "pid": n.pid, "os": o} for n, o in zip(started, plan)]},
         indent=1))
     for node in started:
         _wait_ssh(node)
     _write_inventory(inventory_dir, started, plan, profile.name, repo_url)
-    log(f"sim: {len(started)} node{'s' if len(started) > 1 else ''} of {profile.name} up ({addresses[0]}..{addresses[-1]}; "
-        f"{', '.join(sorted(set(plan)))}), package repository at {repo_url}")
+    log(f"sim: {len(started)} node{'s' if len(started) > 1 else ''} of {profile.name} up "
+        f"({addresses[0]}..{addresses[-1]}; {', '.join(sorted(set(plan)))}), package repository at {repo_url}, "
+        f"state in {sdir}")
     return started
 
 
@@ -149,8 +156,21 @@ def _addresses(address_base: str, nodes: int) -> list[str]:
 
 
 def down(inventory_dir: Path, log=print) -> int:
-    """Stop every node and the package repository, then delete the rack's state. Returns nodes stopped."""
-    nodes = load_nodes(inventory_dir)
+    """Stop every node and the package repository, delete the rack's state folder and hosts.yml
+    (also a rack an older version started, whose state was inside the inventory folder). Returns
+    the number of nodes stopped."""
+    stopped = sum(_stop(sdir) for sdir in (state_dir(inventory_dir), state.legacy_folder(inventory_dir)))
+    (inventory_dir / "hosts.yml").unlink(missing_ok=True)
+    if stopped:
+        log(f"sim: stopped {stopped} nodes")
+    return stopped
+
+
+def _stop(sdir: Path) -> int:
+    """Stop the nodes and the repository of the state folder ``sdir``, then delete it."""
+    if not sdir.is_dir():
+        return 0
+    nodes = _read_nodes(sdir)
     for node in nodes:
         if node.alive():
             os.kill(node.pid, signal.SIGTERM)
@@ -160,11 +180,8 @@ def down(inventory_dir: Path, log=print) -> int:
     for node in nodes:
         if node.alive():
             os.kill(node.pid, signal.SIGKILL)
-    repo.stop(state_dir(inventory_dir) / "repo")
-    shutil.rmtree(state_dir(inventory_dir), ignore_errors=True)
-    (inventory_dir / "hosts.yml").unlink(missing_ok=True)
-    if nodes:
-        log(f"sim: stopped {len(nodes)} nodes")
+    repo.stop(sdir / "repo")
+    shutil.rmtree(sdir, ignore_errors=True)
     return len(nodes)
 
 
@@ -202,7 +219,7 @@ def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, cl
 
 def write_kernel_views(root: Path, model: dict) -> None:
     """Files the kernel would show under /proc, written where the sim site reads them
-    (``provision_bonding_dir`` in provision/sim/site.yml): the bond status from the model."""
+    (``provision_storage.bonding_dir`` in provision/sim/site.yml): the bond status from the model."""
     bonding = _tool_module("bonding")
     bond = (model.get("storage") or {}).get("bond")
     if bond:
@@ -238,6 +255,7 @@ def _tool_module(name: str):
     """Import a simulated tool's module from provision/sim/tools (not a package: the tools run
     as scripts inside the nodes)."""
     spec = importlib.util.spec_from_file_location(f"provision_sim_tool_{name}", TOOLS_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None, name
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -288,7 +306,7 @@ def _wait_ssh(node: SimNode) -> None:
             break
         time.sleep(0.05)
     raise RunnerError(f"simulated node {node.name}: sshd did not answer on {node.address}:22 "
-                      f"(log: {node.name}.log in the rack's .sim/logs)")
+                      f"(log: {node.name}.log in the rack's state folder, logs/)")
 
 
 def _write_inventory(inventory_dir: Path, nodes: list[SimNode], plan: list[str], profile: str,

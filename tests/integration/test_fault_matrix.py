@@ -78,20 +78,20 @@ def test_fault_matrix(installed_rack):
         faults.inject(inv, node, kind, device)
         proc, rep = burnin(inv, f"matrix-{SEED}-{kind}")
         check, outcome, needle = expectation(kind, device, model)
-        row = next(r for r in rep["burnin"][node] if r["check"] == check)
+        row = next(r for r in [r for r in rep["results"] if r["hosts"] == [node]] if r["check"] == check)
         rows.append((kind, node, device, check, row["outcome"], row["message"]))
         assert proc.returncode == 1, (kind, proc.stdout[-2000:])
         assert row["outcome"] == outcome, (kind, row["message"])
         assert needle in row["message"], (kind, needle, row["message"])
-        assert rep["hosts"][node] in ("fail", "error")
-        assert all(v == "pass" for h, v in rep["hosts"].items() if h != node), (kind, rep["hosts"])
+        assert rep["verdicts"][node] in ("fail", "error")
+        assert all(v == "pass" for h, v in rep["verdicts"].items() if h != node), (kind, rep["verdicts"])
     for node in rack.load_nodes(inv):
         faults.heal(inv, node.name)
     matrix_s = time.monotonic() - started
     false_failures = 0
     for i in range(HEALTHY_RUNS):
         proc, rep = burnin(inv, f"matrix-{SEED}-healthy{i}")
-        bad = {h: [r["check"] for r in rep["burnin"][h] if r["outcome"] != "pass"] for h, v in rep["hosts"].items()
+        bad = {h: [r["check"] for r in [r for r in rep["results"] if r["hosts"] == [h]] if r["outcome"] != "pass"] for h, v in rep["verdicts"].items()
                if v != "pass"}
         false_failures += len(bad)
         assert proc.returncode == 0 and not bad, bad

@@ -8,13 +8,14 @@ node's hardware and checks exactly that node fails with the device named, change
 host key and checks that node alone is stopped, for the install and for the burn-in.
 """
 import json
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
 
 from provision import paths
-from provision.checks import ORDER
+from provision.checks import ids
 from provision.sim import rack
 from tests.integration.conftest import own_rack, provision
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.integration
 ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "stack_hold", "framework_venv", "burnin_tools"}
 OS_MIX = "ubuntu2204,ubuntu2404,debian12,rocky9"
 HOSTS = ("node01", "node02", "node03", "node04")
-CHECKS = set(ORDER)
+CHECKS = set(ids())
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +36,18 @@ def report_of(run_id):
     return json.loads((paths.RUNS / run_id / "report.json").read_text())
 
 
+def rows_of(rep, host):
+    """The node-scope results of ``host`` in a report.json."""
+    return [r for r in rep["results"] if r["hosts"] == [host]]
+
+
 def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
     run_id = f"itest-{request.node.name[:20]}-{id(sim_rack) % 10000}"
     first = provision("run", "-i", str(sim_rack), "--run-id", run_id)
     assert first.returncode == 0, first.stdout[-3000:]
     rep = report_of(run_id)
-    assert rep["hosts"] == dict.fromkeys(HOSTS, "pass")
-    for host in rep["hosts"]:
+    assert rep["verdicts"] == dict.fromkeys(HOSTS, "pass")
+    for host in rep["verdicts"]:
         assert rep["install"][host]["status"] == "ok" and rep["install"][host]["changed"] > 0
         suite = ET.parse(paths.RUNS / run_id / "junit" / f"{host}.xml").getroot()
         names = {c.get("classname") for c in suite.iter("testcase")}
@@ -51,9 +57,9 @@ def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
         assert (paths.RUNS / run_id / "raw" / host / "gpu_health.txt").read_text().startswith("<?xml")
 
     # Judged again from the saved raw outputs, the run gives the same report.
-    before = rep["burnin"]
+    before = rep["results"]
     assert provision("evaluate", run_id).returncode == 0
-    assert report_of(run_id)["burnin"] == before
+    assert report_of(run_id)["results"] == before
 
     again = provision("install", "-i", str(sim_rack), "--run-id", run_id + "-again")
     assert again.returncode == 0
@@ -70,10 +76,51 @@ def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
     broken = provision("burnin", "-i", str(sim_rack), "--run-id", run_id + "-fault", "--checks", "ib_ports")
     assert broken.returncode == 1
     rep = report_of(run_id + "-fault")
-    assert rep["hosts"] == {"node01": "pass", "node02": "fail", "node03": "pass", "node04": "pass"}
-    message = rep["burnin"]["node02"][0]["message"]
+    assert rep["verdicts"] == {"node01": "pass", "node02": "fail", "node03": "pass", "node04": "pass"}
+    message = rows_of(rep, "node02")[0]["message"]
     assert "mlx5_5 port 1: rate_Gbps = 200 Gb/s, expected 400 Gb/s" in message
     assert "node02 burnin.ib_ports FAIL" in broken.stdout
+
+
+PAIR_CHECK = """
+\"\"\"ib_pair_probe: ib_write_bw from one node's HCA to its partner's (a site's pair check, for this test).\"\"\"
+from provision.checks import ib_write_bw as single
+from provision.checks.base import Check, Ready, Scope, Step
+
+PORT = 18700
+
+
+def steps(profile, pair):
+    dev = single.hca_names(profile)[0]
+    common = ["ib_write_bw", "-d", dev, "-s", "65536", "-D", "2", "--report_gbits", "-F", "-p", str(PORT)]
+    return [Step(dev, common + [pair.server.address], server=common, on=1, server_on=0,
+                 ready=Ready(line="Waiting for client to connect", port=PORT))]
+
+
+CHECK = Check(id="ib_pair_probe", tool="ib_write_bw", order=50, scope=Scope.PAIR, steps=steps, parse=single.parse,
+              judge=single.judge, needs=("hca",), timeout_s=60)
+"""
+
+
+def test_a_pair_check_from_a_site_module_runs_across_nodes(sim_rack, tmp_path):
+    """A check module outside the package (PROVISION_CHECK_PATH) of pair scope: the perftest server
+    on one node, its client on the partner, both pairs at once, reported per pair."""
+    (tmp_path / "ib_pair_probe.py").write_text(PAIR_CHECK)
+    run_id = f"itest-pair-{id(sim_rack) % 10000}"
+    proc = provision("burnin", "-i", str(sim_rack), "--run-id", run_id, "--checks", "ib_pair_probe",
+                     env={"PROVISION_CHECK_PATH": str(tmp_path)})
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    rep = report_of(run_id)
+    rows = {tuple(r["hosts"]): r for r in rep["results"]}
+    assert set(rows) == {("node01", "node02"), ("node03", "node04")}
+    for (server, client), row in rows.items():
+        assert row["scope"] == "pair" and row["outcome"] == "pass", row["message"]
+        assert row["raw"][0]["host"] == client
+        assert "Waiting for client to connect" in (paths.RUNS / run_id / row["raw"][0]["server"]).read_text()
+    suite = ET.parse(paths.RUNS / run_id / "junit" / "cluster.xml").getroot()
+    assert {c.get("name") for c in suite.iter("testcase")} == {"ib_pair_probe[node01+node02]",
+                                                              "ib_pair_probe[node03+node04]"}
+    assert "ib_pair_probe [node01+node02]: ok" in proc.stdout
 
 
 def test_a_changed_host_key_stops_that_host(sim_rack, tmp_path):
@@ -81,7 +128,7 @@ def test_a_changed_host_key_stops_that_host(sim_rack, tmp_path):
 
     Fresh SSH control sockets: OpenSSH checks the host key when a connection is made, and the
     previous test's persistent connections (ControlPersist) would otherwise carry on."""
-    known = sim_rack / ".sim/known_hosts"
+    known = Path(yaml.safe_load((sim_rack / "hosts.yml").read_text())["all"]["vars"]["provision_known_hosts_file"])
     lines = known.read_text().splitlines()
     other = next(ln for ln in lines if ln.startswith("node01,")).split(" ", 1)[1]
     known.write_text("\n".join(ln if not ln.startswith("node03,") else ln.split(" ", 1)[0] + " " + other
@@ -98,5 +145,5 @@ def test_a_changed_host_key_stops_that_host(sim_rack, tmp_path):
     burnin = provision("burnin", "-i", str(sim_rack), "--run-id", run_id + "-b", "--checks", "xid")
     assert burnin.returncode == 1
     rep = report_of(run_id + "-b")
-    assert rep["hosts"] == {"node01": "pass", "node02": "pass", "node03": "error", "node04": "pass"}
-    assert "host key" in rep["burnin"]["node03"][0]["message"].lower()
+    assert rep["verdicts"] == {"node01": "pass", "node02": "pass", "node03": "error", "node04": "pass"}
+    assert "host key" in rows_of(rep, "node03")[0]["message"].lower()

@@ -1,7 +1,35 @@
-import pytest
+"""Hardware profiles, the stack release and site facts: loading, schema errors, a host's profile."""
+import copy
+import re
+from pathlib import Path
 
-from provision import profiles
+import pytest
+import yaml
+
+from provision import paths, profiles
+from provision.checks import stack
 from provision.errors import ProfileError
+from provision.profiles import release
+from provision.results.model import Reference
+
+H100_PATH = profiles.DATA_DIR / "h100-sxm5-80g-ndr.yaml"
+STORAGE = {"bond": "bond0", "mode": "802.3ad", "slaves": 2, "slave_speed_Mbps": 25000,
+           "checkpoint_path": "/mnt/checkpoint"}
+
+
+def write_variant(tmp_path: Path, change) -> Path:
+    """The H100 profile with ``change(data)`` applied, written to tmp_path/x.yaml."""
+    data = yaml.safe_load(H100_PATH.read_text())
+    change(data)
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def load_error(path: Path) -> str:
+    with pytest.raises(ProfileError) as info:
+        profiles.load(str(path))
+    return str(info.value)
 
 
 def test_every_bundled_profile_loads_and_every_reference_has_a_source():
@@ -10,7 +38,12 @@ def test_every_bundled_profile_loads_and_every_reference_has_a_source():
         for check, metrics in profile["references"].items():
             for metric in metrics:
                 ref = profile.reference(check, metric)
-                assert ref.source and ref.unit, (name, check, metric)
+                assert isinstance(ref, Reference) and ref.source and ref.unit, (name, check, metric)
+
+
+def test_profiles_hold_hardware_facts_only():
+    for name in profiles.names():
+        assert not {"stack", "driver", "storage", "simulation"} & set(profiles.load(name).data), name
 
 
 def test_unknown_profile_names_the_known_ones():
@@ -18,11 +51,30 @@ def test_unknown_profile_names_the_known_ones():
         profiles.load("h999")
 
 
-def test_profile_missing_a_field_is_named(tmp_path):
-    path = tmp_path / "bad.yaml"
-    path.write_text("name: bad\ngpu: {}\ndriver: {}\nreferences:\n  x:\n    y: {value: 1, unit: GB/s}\n")
-    with pytest.raises(ProfileError, match=r"bad.yaml: references.x.y: missing lower, upper, source"):
-        profiles.load(str(path))
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d.__setitem__("storag", {}), r"x.yaml: storag: unknown key \(known: description, gpu, hca, name, "),
+    (lambda d: d["gpu"].__setitem__("nvlnk", d["gpu"].pop("nvlink")),
+     r"x.yaml: gpu.nvlnk: unknown key \(known: bus_ids, compute_capability, count, "),
+    (lambda d: d["references"]["nccl_allreduce"]["busbw_GBps"]["params"].__setitem__("max_byte", 8),
+     r"x.yaml: references.nccl_allreduce.busbw_GBps.params.max_byte: unknown key \(known: binary, gpus, iters, max_bytes"),
+    (lambda d: d["references"].__setitem__("gpu_heath", d["references"].pop("gpu_health")),
+     r"x.yaml: references.gpu_heath: unknown key"),
+    (lambda d: d["references"]["nccl_allreduce"]["busbw_GBps"].__setitem__("value", "fast"),
+     r"x.yaml: references.nccl_allreduce.busbw_GBps.value: not a number: 'fast'$"),
+    (lambda d: d["references"]["ib_write_bw"]["bw_avg_Gbps"]["params"].pop("msg_size_bytes"),
+     r"x.yaml: references.ib_write_bw.bw_avg_Gbps.params: missing key 'msg_size_bytes'$"),
+    (lambda d: d["references"]["gpu_health"]["temp_C"].__setitem__("unit", "F"),
+     r"x.yaml: references.gpu_health.temp_C.unit: must be 'C', not 'F'$"),
+    (lambda d: d["gpu"]["pcie"].__setitem__("width", 12), r"x.yaml: gpu.pcie.width: 12 is not one of 1, 2, 4"),
+    (lambda d: d["hca"].pop("rate_Gbps"), r"x.yaml: hca: missing key 'rate_Gbps'$"),
+    (lambda d: d.pop("references"), r"x.yaml: \(top level\): missing key 'references'$"),
+], ids=["top-level", "nested", "params", "check-name", "not-a-number", "missing-param", "unit", "enum", "if-then",
+        "required"])
+def test_a_schema_violation_is_one_line_naming_the_file_and_the_key_path(tmp_path, change, message):
+    text = load_error(write_variant(tmp_path, change))
+    assert "\n" not in text
+    assert text.startswith(str(tmp_path / "x.yaml"))
+    assert re.search(message, text), text
 
 
 def test_site_override_changes_one_reference_only():
@@ -36,3 +88,157 @@ def test_site_override_changes_one_reference_only():
 def test_override_of_an_unknown_reference_is_refused():
     with pytest.raises(ProfileError, match="host n1: provision_reference_overrides.nccl_allreduce.algbw"):
         profiles.load("h100-sxm5-80g-ndr").with_overrides({"nccl_allreduce": {"algbw": {"value": 1}}}, "host n1")
+
+
+def test_a_misspelt_override_field_is_named_as_the_override():
+    with pytest.raises(ProfileError, match=r"^host n1: provision_reference_overrides: references.ib_write_bw.bw_avg_Gbps.valeu: "
+                                           r"unknown key \(known: lower, params, source, unit, upper, value\)$"):
+        profiles.load("h100-sxm5-80g-ndr").with_overrides({"ib_write_bw": {"bw_avg_Gbps": {"valeu": 1}}}, "host n1")
+
+
+def test_for_host_applies_overrides_and_site_facts():
+    host_vars = {"provision_reference_overrides": {"storage": {"write_bw_MiBps": {"value": 9000.0}}},
+                 "provision_storage": STORAGE, "ansible_host": "10.0.0.7"}
+    profile = profiles.for_host("h100-sxm5-80g-ndr", host_vars, "n1")
+    assert profile.reference("storage", "write_bw_MiBps").value == 9000.0
+    assert profile.site == {"storage": {**STORAGE, "bonding_dir": "/proc/net/bonding"}}
+    assert profile.has("storage") and profile.has("gpu") and profile.has("hca") and profile.has("nvlink")
+    bare = profiles.for_host("rtx4090-pcie", {}, "n2")
+    assert bare.site == {} and not bare.has("storage") and not bare.has("hca") and not bare.has("nvlink")
+
+
+@pytest.mark.parametrize("storage,message", [
+    ({**STORAGE, "bonding_dri": "/x"}, r"^host n1: provision_storage.bonding_dri: unknown key \(known: bond, bonding_dir, "),
+    ({**STORAGE, "mode": "lacp"}, r"^host n1: provision_storage.mode: 'lacp' is not one of 'balance-rr', "),
+    ({"bond": "bond0"}, r"^host n1: provision_storage: missing key 'mode'$"),
+    ("bond0", r"^host n1: provision_storage: not a mapping: 'bond0'$"),
+])
+def test_a_bad_provision_storage_is_named(storage, message):
+    with pytest.raises(ProfileError, match=message):
+        profiles.for_host("h100-sxm5-80g-ndr", {"provision_storage": storage}, "n1")
+
+
+def test_has_refuses_an_unknown_feature():
+    with pytest.raises(ValueError, match="unknown feature 'gpus'"):
+        profiles.load("h100-sxm5-80g-ndr").has("gpus")
+
+
+def test_a_missing_reference_a_check_needs_names_profile_and_key():
+    profile = profiles.load("rtx4090-pcie")
+    with pytest.raises(ProfileError, match=r"profile rtx4090-pcie .*: references.ib_write_bw.bw_avg_Gbps: missing"):
+        profile.required_reference("ib_write_bw", "bw_avg_Gbps")
+
+
+def test_stack_is_the_release_with_the_targets_overrides():
+    profile = profiles.load("h100-sxm5-80g-ndr")
+    pins = release.release()["pins"]
+    assert profile.stack == pins and set(pins) == {"driver_branch", "driver_version", "cuda_version", "cudnn_version",
+                                                     "nccl_version", "nccl_cuda_version"}
+    noble = profile.for_target("ubuntu2404")
+    assert noble.target == "ubuntu2404" and profile.target is None
+    assert noble.stack == {**pins, **release.targets()["ubuntu2404"]["pins"]}
+    assert noble.stack["cuda_version"] != pins["cuda_version"]
+    assert profile.for_target("debian12").stack == pins  # no overrides for it
+
+
+def test_release_pins_reach_the_stack_check():
+    class Host:
+        address = "10.0.0.7"
+    noble = profiles.load("h100-sxm5-80g-ndr").for_target("ubuntu2404")
+    driver, cuda, pkgs = stack.CHECK.steps(noble, Host())
+    assert cuda.argv[0] == f"/usr/local/cuda-{stack.major_minor(noble.stack['cuda_version'])}/bin/nvcc"
+    assert stack.packages(noble) == {"libcudnn9-cuda-12": noble.stack["cudnn_version"],
+                                     "libnccl2": noble.stack["nccl_version"]}
+
+
+def playbook_vars(profile: str, facts: dict) -> dict:
+    """playbooks/group_vars/all.yml rendered by Ansible's templar for a host of ``profile`` and ``facts``."""
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    init_plugin_loader()
+    group_vars = yaml.safe_load((paths.ROOT / "playbooks/group_vars/all.yml").read_text())
+    variables = {k: trust_as_template(v) for k, v in group_vars.items()}
+    variables.update(playbook_dir=str(paths.ROOT / "playbooks"), provision_profile=profile, ansible_facts=facts)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return {k: templar.template(v) for k, v in variables.items() if k in group_vars}
+
+
+@pytest.mark.filterwarnings("ignore:AnsibleCollectionFinder has already been configured")
+@pytest.mark.parametrize("facts,target", [
+    ({"os_family": "Debian", "distribution": "Ubuntu", "distribution_version": "24.04",
+      "distribution_major_version": "24"}, "ubuntu2404"),
+    ({"os_family": "Debian", "distribution": "Debian", "distribution_version": "12.7",
+      "distribution_major_version": "12"}, "debian12"),
+    ({"os_family": "RedHat", "distribution": "Rocky", "distribution_version": "9.4",
+      "distribution_major_version": "9"}, "rhel9"),
+])
+def test_the_roles_get_the_same_pins_as_the_stack_check(facts, target):
+    got = playbook_vars("h100-sxm5-80g-ndr", facts)
+    pins = profiles.load("h100-sxm5-80g-ndr").for_target(target).stack
+    assert got["provision_stack_target"] == target
+    assert {"nvidia_driver_branch": got["nvidia_driver_branch"], "nvidia_driver_version": got["nvidia_driver_version"],
+            "cuda_toolkit_version": got["cuda_toolkit_version"], "cudnn_version": got["cudnn_version"],
+            "nccl_version": got["nccl_version"], "nccl_cuda_version": got["nccl_cuda_version"]} == {
+        "nvidia_driver_branch": pins["driver_branch"], "nvidia_driver_version": pins["driver_version"],
+        "cuda_toolkit_version": pins["cuda_version"], "cudnn_version": pins["cudnn_version"],
+        "nccl_version": pins["nccl_version"], "nccl_cuda_version": pins["nccl_cuda_version"]}
+    assert got["cudnn_cuda_major"] == pins["cuda_version"].split(".")[0]
+    assert got["nvidia_driver_fabricmanager"] is True  # the H100 profile's gpu.nvswitch
+
+
+# role input -> the release pin it carries (playbooks/group_vars/all.yml)
+PINNED_INPUTS = {"nvidia_driver": ["nvidia_driver_branch", "nvidia_driver_version"],
+                 "cuda_toolkit": ["cuda_toolkit_version"], "cudnn": ["cudnn_version", "cudnn_cuda_major"],
+                 "nccl": ["nccl_version", "nccl_cuda_version"]}
+
+
+@pytest.mark.parametrize("role", list(PINNED_INPUTS))
+def test_no_role_default_pins_a_version(role):
+    defaults = yaml.safe_load((paths.ROOT / "roles" / role / "defaults/main.yml").read_text()) or {}
+    specs = yaml.safe_load((paths.ROOT / "roles" / role / "meta/argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    for name in PINNED_INPUTS[role]:
+        assert name not in defaults, f"roles/{role}/defaults/main.yml pins {name}"
+        assert options[name].get("required") is True and "default" not in options[name], name
+    text = (paths.ROOT / "roles" / role / "defaults/main.yml").read_text()
+    assert not [v for v in release.release()["pins"].values() if f'"{v}"' in text]
+
+
+def test_the_release_file_is_refused_when_malformed(tmp_path, monkeypatch):
+    bad = copy.deepcopy(release.release())
+    bad["pins"]["driver_vesion"] = bad["pins"].pop("driver_version")
+    path = tmp_path / "stack_release.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    monkeypatch.setattr(release, "RELEASE", path)
+    release.release.cache_clear()
+    try:
+        with pytest.raises(ProfileError, match=r"stack_release.yaml: pins.driver_vesion: unknown key"):
+            release.release()
+    finally:
+        release.release.cache_clear()
+
+
+def test_target_of_reads_os_release():
+    assert profiles.target_of({"ID": "ubuntu", "VERSION_ID": "24.04"}) == "ubuntu2404"
+    assert profiles.target_of({"ID": "rocky", "ID_LIKE": "rhel centos fedora", "VERSION_ID": "9.4"}) == "rhel9"
+    assert profiles.target_of({"ID": "arch"}) is None
+
+
+@pytest.mark.parametrize("name", ["profile", "site", "stack_release"])
+def test_every_object_in_the_schemas_is_closed(name):
+    """additionalProperties at every level (false, or the schema of a map's values), so an
+    unknown key is refused; only the site facts' top level (all of a host's variables) is open."""
+    from provision.profiles import schema
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if node.get("type") == "object" and path != ("site",):
+                assert "additionalProperties" in node, ".".join(path)
+            for key, value in node.items():
+                walk(value, path + (key,))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, path)
+    walk(schema.validator(name).schema, ("site",) if name == "site" else ())

@@ -4,7 +4,6 @@ truncated captures: outcome, device and fault named.
 Captures: ``tests/data/<check>/sim_h100_*`` come from the simulated tools with a fault set in
 the hardware model (tests/data/tools/capture_links.py); pcie_link's carry the step key
 (``.gpu.txt``/``.hca.txt``). ``tests/data/samples/`` are real outputs from real clusters.
-The checks are imported directly: they are not in the registry's ORDER yet.
 
 Truncation: half of the lspci and ``nvlink -s`` texts ends on a device boundary, and neither
 tool prints an end marker, so that text reads as a node with 4 of 8 GPUs: a failure naming
@@ -17,13 +16,19 @@ from pathlib import Path
 import pytest
 
 from provision import profiles
-from provision.burnin import applicable, judge
 from provision.checks import Outcome
+from provision.errors import ProfileError
+
+from tests.unit.checks import judge
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 H100 = profiles.load("h100-sxm5-80g-ndr")
 IDS = ("pcie_link", "nvlink", "topology", "nvbandwidth")
 CHECKS = {name: importlib.import_module(f"provision.checks.{name}").CHECK for name in IDS}
+
+
+def applicable(check, profile) -> bool:
+    return all(profile.has(need) for need in check.needs)
 
 
 def variant(base: str, changes: dict) -> profiles.Profile:
@@ -53,7 +58,7 @@ def one(capture: str) -> dict:
 V100_NVLINK = variant("a100-sxm4-80g-hdr", {"gpu.nvlink": {"version": 2, "links": 6, "speed_GBps": 25.781}})
 RTX = profiles.load("rtx4090-pcie")
 README_D2D = {"value": 276.0, "lower": -0.005, "upper": None, "unit": "GB/s", "source": "test",
-              "params": {"testcase": "device_to_device_memcpy_write_ce"}}
+              "params": {"testcase": "device_to_device_memcpy_write_ce", "buffer_size_MiB": 512}}
 
 # (check, profile, texts, outcome, texts the message must contain)
 CASES = [
@@ -138,6 +143,18 @@ def test_every_check_has_pass_and_fail_cases():
 @pytest.mark.parametrize("name", IDS)
 def test_check_id_is_its_module_name(name):
     assert CHECKS[name].id == name
+
+
+def test_nvbandwidth_without_references_names_the_missing_row():
+    bare = variant("h100-sxm5-80g-ndr", {"references.nvbandwidth": None})
+    with pytest.raises(ProfileError, match=r"profile h100-sxm5-80g-ndr-test .*: references.nvbandwidth.h2d_GBps: missing"):
+        CHECKS["nvbandwidth"].steps(bare, None)
+
+
+def test_nvbandwidth_runs_only_the_testcases_the_profile_has():
+    d2d_only = variant("h100-sxm5-80g-ndr", {"references.nvbandwidth.h2d_GBps": None})
+    argv = CHECKS["nvbandwidth"].steps(d2d_only, None)[0].argv
+    assert argv[argv.index("-t") + 1:] == ["device_to_device_memcpy_read_ce"]
 
 
 def test_steps_are_argv_lists_from_the_profile():

@@ -3,33 +3,48 @@
 Captures: ``tests/data/<check>/sim_h100_<case>.<step key>.txt`` come from the simulated tools
 with one fault set (tests/data/tools/capture_stress.py); ``tests/data/samples/`` are real
 outputs, judged under a copy of the H100 profile changed to the sample's hardware.
-The modules are imported directly: they are not in the registry's ORDER yet.
+The storage check's site facts are the simulated rack's (provision/sim/site.yml).
 """
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 
-from provision import burnin, profiles
-from provision.burnin import judge
+from provision import paths, profiles
 from provision.checks import Outcome, gpu_stress, stack, storage
-from provision.runner.transport import CommandResult
+from provision.engine import burnin
+from provision.engine.transport import CommandResult
+from provision.errors import ProfileError
+from provision.inventory import Host
+from provision.results.model import HostRecord
+from provision.results.store import RunStore
+
+from tests.unit.checks import judge
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-H100 = profiles.load("h100-sxm5-80g-ndr")
+# The simulated rack's site facts with /proc's bonding folder, as a real site would have them.
+SITE_VARS = {"provision_storage": {**yaml.safe_load((paths.ROOT / "provision/sim/site.yml").read_text())["provision_storage"],
+                                   "bonding_dir": "/proc/net/bonding"}}
+H100 = profiles.for_host("h100-sxm5-80g-ndr", SITE_VARS, "node07")
 KEYS = {gpu_stress: ("gpu_burn", "dcgmi"), storage: ("bond", "fio"), stack: ("driver", "cuda", "packages")}
 
 
 def variant(base: profiles.Profile, name: str, changes: dict) -> profiles.Profile:
-    """A copy of ``base`` with dotted paths ("gpu.count") set to new values."""
-    data = copy.deepcopy(base.data)
+    """A copy of ``base`` with dotted paths ("gpu.count", "site.storage.slaves") set to new values
+    (None deletes the key)."""
+    data, site = copy.deepcopy(base.data), copy.deepcopy(base.site)
     for path, value in changes.items():
         *parents, last = path.split(".")
-        node = data
+        node = {"site": site, **data} if parents[:1] == ["site"] else data
         for part in parents:
             node = node[part]
-        node[last] = value
-    return profiles.Profile(name, data, f"{base.path} ({name})")
+        if value is None:
+            node.pop(last)
+        else:
+            node[last] = value
+    return dataclasses.replace(base, name=name, data=data, path=f"{base.path} ({name})", site=site)
 
 
 # gpu_burn_a100x8_ok ran with doubles and tensor cores on 8x A100 SXM4 80GB (~17 TFLOP/s each).
@@ -38,7 +53,7 @@ A100_FP64 = variant(H100, "test-a100-fp64tc", {"gpu.count": 8, "references.gpu_s
 # gpu_burn_16gpu_faulty_negative_errors_exit0: 16 GPUs at ~6.4 TFLOP/s.
 SIXTEEN = variant(H100, "test-16gpu", {"gpu.count": 16, "references.gpu_stress.gflops.value": 6400.0})
 # bond0_8023ad_healthy_2x10g_lacp_pdu_details: two 10 GbE slaves in one LACP aggregator.
-TWO_10G = variant(H100, "test-2x10g", {"storage.slave_speed_Mbps": 10000})
+TWO_10G = variant(H100, "test-2x10g", {"site.storage.slave_speed_Mbps": 10000})
 
 
 def sim(module, case: str) -> dict[str, str]:
@@ -75,9 +90,9 @@ CASES = [
     (storage, "bond_and_fio_samples", {**sample("bond", "bond0_8023ad_healthy_2x10g_lacp_pdu_details.txt"),
                                        **sample("fio", "fio_seqwrite_1M_qd64_libaio_6GiBps.txt")},
      TWO_10G, Outcome.PASS, "6068 MiB/s"),
-    (stack, "healthy", sim(stack, "healthy"), H100, Outcome.PASS, "driver_version = '550.127.05'"),
+    (stack, "healthy", sim(stack, "healthy"), H100, Outcome.PASS, f"driver_version = '{H100.stack['driver_version']}'"),
     (stack, "pin_mismatch", sim(stack, "pin_mismatch"), H100, Outcome.FAIL,
-     "driver: driver_version = '535.183.01', expected '550.127.05' [STACK_PIN"),
+     f"driver: driver_version = '535.183.01', expected '{H100.stack['driver_version']}' [STACK_PIN"),
     (stack, "truncated", sim(stack, "truncated"), H100, Outcome.ERROR, "incomplete"),
 ]
 
@@ -108,17 +123,25 @@ def test_gpu_burn_faulty_with_exit_0_fails_through_the_engine(tmp_path):
     """The engine sees exit status 0 for every step; the FAULTY verdict alone must fail the node."""
     texts = sim(gpu_stress, "gpu_burn_faulty")
 
-    class Session:
+    class Connection:
         def run(self, argv, timeout_s):
-            key = "gpu_burn" if argv[0] == "gpu_burn" else "dcgmi"
-            return CommandResult(argv, 0, texts[key], "", 1.0, False)
+            key = {"gpu_burn": "gpu_burn", "dcgmi": "dcgmi"}.get(argv[0])
+            return CommandResult(argv, 0 if key else 1, texts[key] if key else "", "", 1.0, False)
 
-    class Host:
-        name, address, vars = "node07", "10.0.0.7", {}
-    result = burnin._run_check(Session(), Host(), H100, gpu_stress.CHECK, tmp_path)
+        def close(self):
+            pass
+
+    class Transport:
+        def connect(self, host):
+            return Connection()
+
+    node = Host("node07", "10.0.0.7", 22, "root", None, None, "h100-sxm5-80g-ndr")
+    rundir = RunStore(tmp_path / "runs").create("faulty")
+    [result] = burnin.run([node], {node.name: HostRecord(node.profile)}, rundir, Transport(), only=["gpu_stress"],
+                          progress=lambda line: None)
     assert result.outcome == Outcome.FAIL, result.message
     assert "GPU2" in result.message and "GPU_BURN_FAULTY" in result.message
-    assert (tmp_path / "gpu_stress.gpu_burn.txt").read_text().startswith(texts["gpu_burn"])
+    assert (rundir.path / "raw/node07/gpu_stress.gpu_burn.txt").read_text().startswith(texts["gpu_burn"])
 
 
 def test_a_skipped_required_dcgm_test_is_not_a_pass():
@@ -165,9 +188,26 @@ def test_steps_are_argv_lists_from_the_profile():
     assert gpu_stress.CHECK.steps(A100_FP64, Host())[0].argv == ["gpu_burn", "-d", "60"]
     bond, fio = storage.CHECK.steps(H100, Host())
     assert bond.argv == ["cat", "/proc/net/bonding/bond0"]
+    sim_site = profiles.for_host("h100-sxm5-80g-ndr", yaml.safe_load((paths.ROOT / "provision/sim/site.yml").read_text()), "n")
+    assert storage.CHECK.steps(sim_site, Host())[0].argv == ["cat", "/var/lib/provision-sim/net/bonding/bond0"]
     assert {"--directory=/mnt/checkpoint", "--bs=1M", "--iodepth=64", "--size=4G", "--direct=1",
             "--output-format=json"} <= set(fio.argv)
     driver, cuda, pkgs = stack.CHECK.steps(H100, Host())
     assert cuda.argv == ["/usr/local/cuda-12.4/bin/nvcc", "--version"]
     assert pkgs.argv[2] == "--showformat=${Package} ${Version} ${db:Status-Abbrev}\\n"
     assert pkgs.argv[3:] == ["libcudnn9-cuda-12", "libnccl2"]
+
+
+@pytest.mark.parametrize("module,row", [(gpu_stress, "references.gpu_stress"), (storage, "references.storage")])
+def test_test_sizes_come_only_from_the_reference(module, row):
+    bare = variant(H100, "no-ref", {row: None})
+    metric = next(iter(module.CHECK.metrics))
+    with pytest.raises(ProfileError, match=rf"profile no-ref .*: {row}.{metric}: missing"):
+        module.CHECK.steps(bare, None)
+
+
+def test_storage_without_site_facts_is_not_applicable():
+    bare = profiles.load("h100-sxm5-80g-ndr")
+    assert not bare.has("storage") and "storage" in storage.CHECK.needs
+    with pytest.raises(ProfileError, match="no provision_storage"):
+        storage.CHECK.steps(bare, None)

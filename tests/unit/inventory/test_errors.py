@@ -26,7 +26,8 @@ def error_lines(proc):
     ("[gpu]\nnode[1:2]\n", "provision_profile: h999\n", "gpu.yml:1: hosts node1, node2: field 'provision_profile': "),
     ("[gpu]\nnode1 ansible_port=ssh\n", "provision_profile: h100-sxm5-80g-ndr\n",
      "hosts:2: host node1: field 'ansible_port' is not a port number (1-65535): 'ssh'"),
-    ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nansible_host: \"{{ bmc_ip | regex_replace('a', 'b') }}\"\n",
+    ("[gpu]\nnode1\n",
+     "provision_profile: h100-sxm5-80g-ndr\nansible_host: \"{{ bmc_ip | regex_replace('a', 'b') }}\"\n",
      "gpu.yml:2: host node1: field 'ansible_host' cannot be templated: "),
     ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nansible_ssh_common_args: -o StrictHostKeyChecking=no\n",
      "gpu.yml:2: host node1: field 'ansible_ssh_common_args' turns host key checking off (StrictHostKeyChecking=no)"),
@@ -47,7 +48,8 @@ def test_vault_without_password_names_the_vault_file():
     assert lines == [f"provision: error: {DATA}/homelab/group_vars/all/vault.yml: hosts pve01, nas01, k3s-01 "
                      "(and 2 more): cannot decrypt it: Attempting to decrypt but no vault secrets found "
                      "(give --vault-password-file or --vault-id)"]
-    assert "vault.yml: hosts pve01, nas01, k3s-01 (and 2 more): cannot decrypt it" in error_lines(provision("install", "-i", str(DATA / "homelab")))[0]
+    install = error_lines(provision("install", "-i", str(DATA / "homelab")))
+    assert "vault.yml: hosts pve01, nas01, k3s-01 (and 2 more): cannot decrypt it" in install[0]
 
 
 def test_wrong_vault_password(tmp_path):

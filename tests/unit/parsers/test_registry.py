@@ -1,10 +1,13 @@
 """``PARSERS`` and ``parse_tool``: names, one-line errors, and refusal of other tools' output."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from provision import parsers
 from provision.errors import ParseError
 from provision.parsers import PARSERS, parse_tool
 
@@ -29,6 +32,30 @@ ACCEPTED_BY = {
 
 def test_parsers_cover_the_contract() -> None:
     assert set(PARSERS) == CONTRACT_TOOLS
+
+
+def test_parsers_come_from_the_modules_declarations() -> None:
+    for tool, parse in PARSERS.items():
+        module = importlib.import_module(parse.__module__)
+        assert tool in module.TOOLS and parse is module.parse
+
+
+def _module(name: str, tools: object) -> ModuleType:
+    module = ModuleType(f"provision.parsers.{name}")
+    module.TOOLS = tools  # type: ignore[attr-defined]  # a stand-in parser module built at run time
+    module.parse = lambda text: {"tool": name}  # type: ignore[attr-defined]
+    return module
+
+
+def test_a_tool_claimed_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="'ibstat' is claimed by both provision.parsers.a and provision.parsers.b"):
+        parsers._registry([_module("a", ("ibstat",)), _module("b", ("lspci", "ibstat"))])
+
+
+@pytest.mark.parametrize("tools", [None, (), "ibstat", ["ibstat"], (1,)])
+def test_a_parser_module_must_declare_its_tools(tools: object) -> None:
+    with pytest.raises(ValueError, match="provision.parsers.a needs TOOLS"):
+        parsers._registry([_module("a", tools)])
 
 
 def test_unknown_tool_lists_known_tools() -> None:

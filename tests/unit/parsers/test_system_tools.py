@@ -13,7 +13,7 @@ KERNEL_LOG = """\
 Apr 05 21:30:01 node01 kernel: NVRM: Xid (PCI:0000:B3:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
 [ 1234.567890] NVRM: Xid (0000:02:00): 31, Ch 00000010, engmask 00000101, intr 10000000
 [ 1240.000001] usb 1-1: new high-speed USB device number 2 using xhci_hcd
-"""
+"""  # noqa: E501 -- verbatim kernel log lines, kept as the kernel prints them
 
 
 def test_xid_every_timestamp_style_and_old_format() -> None:

@@ -1,60 +1,89 @@
+"""The views of a run: host verdicts, JUnit (one suite per host, a cluster suite for multi-host
+results, failure vs error), the summary, and report.json against its published schema."""
 import json
 import xml.etree.ElementTree as ET
 
-from provision import report
+import pytest
+
 from provision.report import junit, summary
+from provision.results import schema
+from provision.results.model import (CheckResult, FailedTask, Finding, HostInstall, HostRecord, Outcome, RoleResult,
+                                     Run, Scope)
+from provision.results.store import RunDir
 
 
-def sample_report():
-    ok_role = {"tasks": 5, "changed": 0, "failed": []}
-    return {
-        "run_id": "r1",
-        "install": {
-            "n1": {"status": "ok", "changed": 0, "roles": {"nvidia_driver": ok_role}},
-            "n2": {"status": "ok", "changed": 0, "roles": {"nvidia_driver": ok_role}},
-            "n3": {"status": "failed", "changed": 1, "roles": {"nvidia_driver": {
-                "tasks": 3, "changed": 1, "failed": [{"task": "Install the driver packages", "msg": "no package"}]}}},
-        },
-        "burnin": {
-            "n1": [{"check": "ib_ports", "outcome": "pass", "message": "ok", "duration_s": 0.2}],
-            "n2": [{"check": "ib_ports", "outcome": "fail", "message": "mlx5_3 port 1: rate_Gbps = 200 Gb/s, expected 400 Gb/s",
-                    "duration_s": 0.2},
-                   {"check": "nccl_allreduce", "outcome": "error", "message": "all_reduce_perf timed out after 300 s",
-                    "duration_s": 300}],
-        },
-    }
+def sample_run():
+    ok_role = RoleResult(5, 0, [])
+    return Run(
+        run_id="r1", phases=["install", "burnin"],
+        hosts={h: HostRecord("h100-sxm5-80g-ndr") for h in ("n1", "n2", "n3")},
+        install={"n1": HostInstall("ok", 0, {"nvidia_driver": ok_role}),
+                 "n2": HostInstall("ok", 0, {"nvidia_driver": ok_role}),
+                 "n3": HostInstall("failed", 1, {"nvidia_driver": RoleResult(3, 1, [
+                     FailedTask("Install the driver packages", "no package")])})},
+        results=[
+            CheckResult("ib_ports", ("n1",), Outcome.PASS, "ok", duration_s=0.2),
+            CheckResult("ib_ports", ("n2",), Outcome.FAIL, "mlx5_3 port 1: rate_Gbps = 200 Gb/s, expected 400 Gb/s",
+                        duration_s=0.2, findings=[Finding("mlx5_3 port 1", "rate_Gbps", 200, False, "Gb/s",
+                                                          expected=400, fault="IB_RATE", action="reseat")]),
+            CheckResult("nccl_allreduce", ("n2",), Outcome.ERROR, "all_reduce_perf timed out after 300 s",
+                        duration_s=300, run_error=True),
+        ])
 
 
 def test_host_verdicts_keep_failure_and_error_apart():
-    assert report.host_verdicts(sample_report()) == {"n1": "pass", "n2": "error", "n3": "error"}
-    only_fail = sample_report()
-    only_fail["burnin"]["n2"].pop()
-    assert report.host_verdicts(only_fail)["n2"] == "fail"
+    run = sample_run()
+    assert run.verdicts() == {"n1": "pass", "n2": "error", "n3": "error"}
+    run.results.pop()
+    assert run.verdicts()["n2"] == "fail"
+
+
+def test_a_failed_pair_result_blames_the_host_its_findings_name():
+    bad = Finding("mlx5_0", "bw_avg_Gbps", 180.0, False, "Gb/s", fault="HCA_SLOW", action="x", host="n2")
+    run = Run(run_id="r", results=[CheckResult("ib_pair", ("n1", "n2"), Outcome.FAIL, "slow", scope=Scope.PAIR,
+                                               findings=[bad])])
+    assert run.verdicts() == {"n1": "pass", "n2": "fail"}
+    assert schema.problems(run.to_dict()) == []
 
 
 def test_junit_one_suite_per_host_failure_vs_error(tmp_path):
-    rep = sample_report()
-    report.write(tmp_path, rep)
-    junit.write(tmp_path, rep)
-    root = ET.parse(tmp_path / "junit" / "n2.xml").getroot()
+    run = sample_run()
+    rundir = RunDir(tmp_path / "runs" / "r1")
+    rundir.path.mkdir(parents=True)
+    rundir.save(run)
+    junit.write(rundir.junit, run)
+    root = ET.parse(rundir.junit / "n2.xml").getroot()
     cases = {c.get("classname"): c for c in root.iter("testcase")}
     assert set(cases) == {"install.nvidia_driver", "burnin.ib_ports", "burnin.nccl_allreduce"}
     assert "200 Gb/s, expected 400" in cases["burnin.ib_ports"].find("failure").get("message")
     assert cases["burnin.ib_ports"].find("error") is None
     assert "timed out" in cases["burnin.nccl_allreduce"].find("error").get("message")
-    n3 = ET.parse(tmp_path / "junit" / "n3.xml").getroot()
+    n3 = ET.parse(rundir.junit / "n3.xml").getroot()
     assert "no package" in next(n3.iter("failure")).get("message")
-    suites = ET.parse(tmp_path / "junit" / "all.xml").getroot()
+    suites = ET.parse(rundir.junit / "all.xml").getroot()
     assert [s.get("name") for s in suites.iter("testsuite")] == ["n1", "n2", "n3"]
-    saved = json.loads((tmp_path / "report.json").read_text())
-    assert saved["hosts"] == {"n1": "pass", "n2": "error", "n3": "error"}
-    assert (tmp_path.parent / "latest").resolve() == tmp_path.resolve()
+    saved = json.loads(rundir.report.read_text())
+    assert saved["verdicts"] == {"n1": "pass", "n2": "error", "n3": "error"}
+    assert schema.problems(saved) == []
+    assert (rundir.path.parent / "latest").resolve() == rundir.path
 
 
 def test_summary_names_failing_nodes_with_the_reason():
-    rep = sample_report()
-    rep["hosts"] = report.host_verdicts(rep)
-    text = summary.render(rep)
+    text = summary.render(sample_run())
     assert "n2 burnin.ib_ports FAIL: mlx5_3 port 1: rate_Gbps = 200 Gb/s" in text
     assert "n3 install.nvidia_driver: Install the driver packages: no package" in text
     assert "1 passed, 0 failed, 2 errored of 3 hosts" in text
+
+
+def test_the_schema_rejects_what_the_model_never_writes(tmp_path):
+    report = sample_run().to_dict()
+    assert schema.problems(report) == []
+    bad = json.loads(json.dumps(report))
+    bad["results"][1]["outcome"] = "passed"
+    bad["results"][0]["hosts"] = ["n1", "n2"]  # a node-scope result covers one host
+    bad["surprise"] = 1
+    found = schema.problems(bad)
+    assert any(p.startswith("results.1.outcome") for p in found) and any("surprise" in p for p in found)
+    assert any(p.startswith("results.0.hosts") for p in found)
+    with pytest.raises(ValueError, match="report.json breaks report.schema.json"):
+        schema.validate(bad, "x")

@@ -26,10 +26,11 @@ def test_model_follows_profile(profile):
     assert [g["pcie_switch"] for g in model["gpus"]] == [0, 0, 1, 1, 2, 2, 3, 3]
     assert [g["numa_node"] for g in model["gpus"]] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert model["hcas"][3]["name"] == "mlx5_3" and model["hcas"][3]["rate_Gbps"] == 400
-    assert model["performance"] == profile["simulation"]
+    assert model["performance"] == yaml.safe_load(hwmodel.FIGURES.read_text())[profile["name"]]
+    assert model["performance"]["nccl_allreduce_busbw_GBps"] > 0
     assert model["faults"] == {} and model["kernel_log"] == [] and model["noise_pct"] == 2.0
-    bond = model["storage"]["bond"]
-    assert bond["name"] == "bond0" and len(bond["slaves"]) == 2
+    bond, site = model["storage"]["bond"], yaml.safe_load(hwmodel.SITE.read_text())["provision_storage"]
+    assert bond["name"] == site["bond"] == "bond0" and len(bond["slaves"]) == site["slaves"] == 2
     assert all(s["mii_status"] == "up" and s["speed_Mbps"] == 25000 for s in bond["slaves"])
 
 

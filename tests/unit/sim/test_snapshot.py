@@ -51,20 +51,18 @@ def test_dependencies_between_nvidia_packages_resolve_in_the_snapshot(target):
 def test_the_driver_the_roles_pin_is_in_the_snapshot(target):
     family = VARS[target]
     driver = role_vars("nvidia_driver", family)
-    for name in profiles.names():
-        profile = profiles.load(name)
-        version = f"{profile['driver']['version']}-{driver['__nvidia_driver_revision']}"
-        for spec in driver["__nvidia_driver_packages"]:
-            pkg = snapshot.load(target).package(spec.replace("{{ nvidia_driver_branch }}", profile["driver"]["branch"]))
-            if profile["driver"]["version"] != "550.127.05":
-                continue  # the snapshots hold branch 550 only (snapshot/README.md)
-            assert pkg is not None, f"{target}: roles/nvidia_driver/vars/{family}.yml asks for {spec}, not published"
-            assert pkg.version.split(":", 1)[-1] == version, f"{target}: {pkg.name} is {pkg.version}, role pins {version}"
+    pins = profiles.load("h100-sxm5-80g-ndr").for_target(target).stack  # the stack release's
+    assert pins["driver_branch"] == "550"  # the snapshots hold branch 550 only (snapshot/README.md)
+    version = f"{pins['driver_version']}-{driver['__nvidia_driver_revision']}"
+    for spec in driver["__nvidia_driver_packages"]:
+        pkg = snapshot.load(target).package(spec.replace("{{ nvidia_driver_branch }}", pins["driver_branch"]))
+        assert pkg is not None, f"{target}: roles/nvidia_driver/vars/{family}.yml asks for {spec}, not published"
+        assert pkg.version.split(":", 1)[-1] == version, f"{target}: {pkg.name} is {pkg.version}, role pins {version}"
 
 
 @pytest.mark.parametrize("target", snapshot.TARGETS)
 def test_the_stack_pins_are_in_the_snapshot(target):
-    stack = profiles.load("h100-sxm5-80g-ndr").for_target(target)["stack"]
+    stack = profiles.load("h100-sxm5-80g-ndr").for_target(target).stack
     snap = snapshot.load(target)
     mm = ".".join(stack["cuda_version"].split(".")[:2])
     toolkit = snap.package(f"cuda-toolkit-{mm.replace('.', '-')}")

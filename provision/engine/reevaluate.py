@@ -1,0 +1,60 @@
+"""Judge a saved run again from its raw outputs, without touching any node.
+
+Each result names its raw files (``RawOutput``). A result whose tool could not run
+(``run_error``) or that was skipped keeps its verdict; every other one is parsed and judged
+again against its first host's profile (or ``profile_name``), with the inventory variables
+and OS target the run recorded for it (``HostRecord``).
+"""
+from __future__ import annotations
+
+from provision import profiles
+from provision.checks import registry
+from provision.engine.burnin import parse_os_release
+from provision.engine.verdict import verdict
+from provision.errors import ProvisionError
+from provision.results.model import CheckResult, Outcome, Run
+from provision.results.store import OS_RELEASE, RunDir
+
+
+def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[CheckResult]:
+    """The run's results judged again. Raises ProvisionError when the run has none, names an
+    unknown check, records no profile for a host, or a raw output is missing."""
+    if not run.results:
+        raise ProvisionError(f"{rundir.report}: no burn-in results to evaluate")
+    checks, cache, out = registry(), {}, []
+    for result in run.results:
+        check = checks.get(result.check)
+        if check is None:
+            raise ProvisionError(f"{rundir.report}: results: unknown check {result.check!r} "
+                                 f"(known: {', '.join(checks)})")
+        host = result.hosts[0]
+        if host not in cache:
+            cache[host] = _profile(rundir, run, host, profile_name)
+        profile = cache[host]
+        if not all(profile.has(need) for need in check.needs):
+            out.append(CheckResult(check.id, result.hosts, Outcome.SKIPPED, f"not applicable to profile {profile.name}",
+                                   scope=result.scope, duration_s=result.duration_s))
+            continue
+        if result.outcome is Outcome.SKIPPED or result.run_error or not result.raw:
+            out.append(result)
+            continue
+        texts = {raw.key: rundir.read(raw.path, f"{rundir.report}: {result.check} on {result.host}")
+                 for raw in result.raw}
+        again = verdict(check, result.hosts, result.scope, profile, texts)
+        again.duration_s, again.raw = result.duration_s, result.raw
+        out.append(again)
+    return out
+
+
+def _profile(rundir: RunDir, run: Run, host: str, profile_name: str | None) -> profiles.Profile:
+    record = run.hosts.get(host)
+    if (record is None or not record.profile) and profile_name is None:
+        raise ProvisionError(f"{rundir.report}: hosts.{host}: no profile recorded; pass --profile")
+    name = profile_name or record.profile  # type: ignore[union-attr]
+    variables = record.vars if record else {}
+    profile = profiles.for_host(str(name), variables, host)
+    target = record.os_target if record else None
+    saved = rundir.path / "raw" / host / OS_RELEASE
+    if target is None and "/" not in host and ".." not in host and saved.is_file():  # reports before the model
+        target = profiles.target_of(parse_os_release(saved.read_text(errors="replace")))
+    return profile.for_target(target)

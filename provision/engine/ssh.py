@@ -1,0 +1,120 @@
+"""The SSH transport: paramiko, one connection per host, host keys always checked.
+
+Host keys are checked against the inventory's known_hosts (``provision_known_hosts_file``,
+else ``~/.ssh/known_hosts``) with paramiko's RejectPolicy. Every command is an argv list,
+quoted with ``shlex.join`` for the remote shell, and wrapped in coreutils ``timeout`` so a
+hung tool is killed on the node too (exit 124), not only abandoned here.
+"""
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+
+import paramiko
+
+from provision.engine.transport import CommandResult
+from provision.errors import CommandError
+
+CONNECT_TIMEOUT_S = 15.0
+GRACE_S = 5.0  # time past the command's timeout before the channel itself is abandoned
+POLL_S = 0.01
+
+
+class SshTransport:
+    """Opens ``SshConnection``s."""
+
+    def connect(self, host) -> "SshConnection":
+        return SshConnection(host)
+
+
+class SshConnection:
+    """An SSH connection to one host. Raises CommandError when it cannot be made."""
+
+    def __init__(self, host):
+        self.host = host
+        self.client = paramiko.SSHClient()
+        known = host.known_hosts_file or str(Path.home() / ".ssh" / "known_hosts")
+        try:
+            self.client.load_host_keys(known)
+        except OSError as exc:
+            raise CommandError(f"host {host.name}: cannot read known_hosts {known}: {exc.strerror}") from None
+        except paramiko.SSHException as exc:
+            raise CommandError(f"host {host.name}: known_hosts {known} is not a known_hosts file: {exc}") from None
+        self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        try:
+            self.client.connect(host.address, port=host.port, username=host.user, key_filename=host.key_file,
+                                timeout=CONNECT_TIMEOUT_S, allow_agent=False, look_for_keys=host.key_file is None)
+        except (paramiko.SSHException, OSError) as exc:
+            self.client.close()
+            raise CommandError(f"host {host.name} ({host.address}): SSH failed: {exc}") from None
+
+    def run(self, argv: list[str], timeout_s: float) -> CommandResult:
+        return self.start(argv, timeout_s).wait()
+
+    def start(self, argv: list[str], timeout_s: float) -> "SshProcess":
+        wrapped = ["timeout", "--kill-after=5", str(max(1, int(timeout_s))), *argv]
+        try:
+            transport = self.client.get_transport()
+            if transport is None or not transport.is_active():
+                raise paramiko.SSHException("the connection was closed")
+            channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
+            channel.settimeout(timeout_s + GRACE_S)
+            channel.exec_command(shlex.join(wrapped))
+        except (paramiko.SSHException, OSError) as exc:
+            raise CommandError(f"host {self.host.name}: could not start {argv[0]}: {exc}") from None
+        return SshProcess(channel, argv, timeout_s)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class SshProcess:
+    """A command running on a channel; its output is buffered as it is read."""
+
+    def __init__(self, channel: paramiko.Channel, argv: list[str], timeout_s: float):
+        self.channel, self.argv = channel, argv
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout_s + GRACE_S
+        self.out, self.err = bytearray(), bytearray()
+
+    def _drain(self) -> None:
+        while self.channel.recv_ready():
+            self.out += self.channel.recv(65536)
+        while self.channel.recv_stderr_ready():
+            self.err += self.channel.recv_stderr(65536)
+
+    def _finished(self) -> bool:
+        return self.channel.exit_status_ready() and not self.channel.recv_ready() and not self.channel.recv_stderr_ready()
+
+    def read_until(self, text: str, timeout_s: float) -> bool:
+        until, needle = min(self.deadline, time.monotonic() + timeout_s), text.encode()
+        while True:
+            self._drain()
+            if needle in self.out:
+                return True
+            if self._finished() or time.monotonic() > until:
+                return False
+            time.sleep(POLL_S)
+
+    def wait(self) -> CommandResult:
+        while True:
+            self._drain()
+            if self._finished():
+                break
+            if time.monotonic() > self.deadline:
+                self.channel.close()
+                return self._result(124, True)
+            time.sleep(POLL_S)
+        rc = self.channel.recv_exit_status()
+        self.channel.close()
+        return self._result(rc, rc == 124)
+
+    def close(self) -> CommandResult:
+        self._drain()
+        self.channel.close()
+        return self._result(124, True)
+
+    def _result(self, rc: int, timed_out: bool) -> CommandResult:
+        return CommandResult(self.argv, rc, self.out.decode(errors="replace"), self.err.decode(errors="replace"),
+                             time.monotonic() - self.started, timed_out)

@@ -1,0 +1,58 @@
+"""The outcome of one check from its outputs, in stages (STYLE.md): could not run -> error;
+output cut short, unparsable or giving nothing to judge -> error; a finding outside its
+reference -> fail; else pass. This is the part a re-evaluation repeats from saved outputs.
+"""
+from __future__ import annotations
+
+from provision.checks import Check
+from provision.errors import ParseError, ProfileError
+from provision.results.model import CheckResult, Finding, Outcome, Scope, number
+
+
+def verdict(check: Check, hosts: tuple[str, ...], scope: Scope, profile, texts: dict[str, str]) -> CheckResult:
+    """Parse and judge ``texts`` (step key -> output) against ``profile``."""
+    def result(outcome: Outcome, message: str, findings: list[Finding] | None = None) -> CheckResult:
+        return CheckResult(check.id, hosts, outcome, message, scope=scope, findings=findings or [])
+
+    try:
+        parsed = {key: check.parse(text) for key, text in texts.items()}
+        cut = [key or check.tool for key, out in parsed.items() if out.get("complete") is False]
+        if cut:
+            return result(Outcome.ERROR, f"{check.tool} output is incomplete (truncated or killed): {', '.join(cut)}")
+        findings = check.judge(parsed, profile)
+    except ParseError as exc:
+        return result(Outcome.ERROR, f"could not parse {check.tool} output: {exc}")
+    except ProfileError as exc:  # judged against a profile that lacks a reference this check needs
+        return result(Outcome.ERROR, str(exc))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # A judge that trips over data it did not expect could not judge: an error, never a pass.
+        return result(Outcome.ERROR, f"could not judge {check.tool} output ({type(exc).__name__}: {exc}); "
+                                     "see the raw output")
+    if not findings:  # nothing was judged (no step ran, or the output held no device): never a pass
+        return result(Outcome.ERROR, f"{check.tool} output gave nothing to judge")
+    failing = [f for f in findings if not f.ok]
+    if failing:
+        return result(Outcome.FAIL, "; ".join(f.describe() for f in failing), findings)
+    return result(Outcome.PASS, pass_message(findings), findings)
+
+
+def pass_message(findings: list[Finding]) -> str:
+    """Measured metrics as ranges over devices with their reference; else the first facts checked."""
+    by_metric: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.reference is not None:
+            by_metric.setdefault(f.metric, []).append(f)
+    parts = []
+    for metric, rows in by_metric.items():
+        ref = rows[0].reference
+        if len(rows) == 1 or ref is None:
+            parts.append(rows[0].describe())
+            continue
+        values = [float(f.value) for f in rows]  # type: ignore[arg-type]
+        low, high = ref.bounds()
+        parts.append(f"{metric} {min(values):g}..{max(values):g} {rows[0].unit} over {len(rows)} devices, "
+                     f"reference {ref.value:g} bounds [{number(low) if low is None else f'{low:g}'}, "
+                     f"{number(high) if high is None else f'{high:g}'}]")
+    if not parts:
+        parts = [f.describe() for f in findings[:2]]
+    return f"{len(findings)} facts ok: " + "; ".join(parts)
