@@ -9,15 +9,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from pathlib import Path
 
 from provision import embedded, paths
 from provision import inventory as inv
 from provision import checks, profiles
+from provision.checks import references
 from provision.engine import burnin as burnin_engine
 from provision.engine.reevaluate import reevaluate
 from provision.engine.ssh import SshTransport
-from provision.errors import ExitStatus, ProvisionError
+from provision.errors import ExitStatus, ProfileError, ProvisionError
 from provision.inventory import listing
 from provision.report import junit, summary
 from provision.results.model import JUDGED_VARS, FailedTask, HostInstall, HostRecord, RoleResult, Run
@@ -125,7 +125,11 @@ def _gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inv
         raise ProvisionError(f"{inventory.label}: no GPU node to run on: no host{' in --limit' if limit else ''} "
                              "has provision_profile (see `provision inventory`)")
     for host in inventory.gpu_hosts:  # a bad profile or site variable stops the run before any node is touched
-        profiles.for_host(str(host.profile), host.vars, host.name)
+        profile = profiles.for_host(str(host.profile), host.vars, host.name)
+        try:
+            references.validate(profile)
+        except ProfileError as exc:
+            raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
     if others:
         progress(f"{len(others)} hosts without provision_profile are not GPU nodes, left out: "
                  f"{', '.join(others[:8])}{' ...' if len(others) > 8 else ''}")
@@ -144,7 +148,8 @@ def _install(inventory: inv.Inventory, hosts, rundir: RunDir, run: Run, tags, pr
     for host in hosts:
         entry = result.hosts.get(host.name)
         if entry is None:
-            run.install[host.name] = HostInstall("unreachable", 0, {"play": RoleResult(0, 0, [FailedTask("-", "host never ran")])})
+            never = RoleResult(0, 0, [FailedTask("-", "host never ran")])
+            run.install[host.name] = HostInstall("unreachable", 0, {"play": never})
             continue
         status = "reboot_pending" if entry.status == "ok" and entry.reboot_pending else entry.status
         roles = {name: RoleResult(r["tasks"], r["changed"], [FailedTask(f["task"], f["msg"]) for f in r["failed"]])

@@ -1,5 +1,5 @@
 """The burn-in checks, found rather than listed: every module of this package that declares
-``CHECK`` (``base``, ``rules``, ``faults`` and ``_``-names are helpers), plus the modules in
+``CHECK`` (``base``, ``rules``, ``faults``, ``references`` and ``_``-names are helpers), plus the modules in
 the folders of ``PROVISION_CHECK_PATH`` (``os.pathsep``-separated, like ReFrame's check
 search path), so a site adds a check without touching this package.
 
@@ -16,14 +16,15 @@ import pkgutil
 from pathlib import Path
 
 from provision.checks.base import Check, Finding, Outcome, Scope, Step
+from provision.errors import ProvisionError
 
-HELPERS = {"base", "rules", "faults"}
+HELPERS = {"base", "rules", "faults", "references"}
 CHECK_PATH_ENV = "PROVISION_CHECK_PATH"
 
 
 def registry() -> dict[str, Check]:
-    """Check id -> Check, in run order. Raises ValueError when a module's id is not its file
-    name or two modules declare the same id."""
+    """Check id -> Check, in run order. Raises ProvisionError when a module's id is not its file
+    name, two modules declare the same id, or a site module cannot be loaded."""
     return {c.id: c for c, _doc in _found()}
 
 
@@ -42,7 +43,7 @@ def _found() -> list[tuple[Check, str]]:
     found: dict[str, tuple[Check, str]] = {}
     for name, check, doc in _package_checks() + _site_checks():
         if check.id != name or check.id in found:
-            raise ValueError(f"check module {name} registers id {check.id!r}"
+            raise ProvisionError(f"check module {name} registers id {check.id!r}"
                              + (" twice" if check.id in found else ""))
         found[check.id] = (check, doc)
     return sorted(found.values(), key=lambda pair: (pair[0].scope is not Scope.NODE, pair[0].order, pair[0].id))
@@ -71,8 +72,14 @@ def _site_checks() -> list[tuple[str, Check, str]]:
             if path.name.startswith("_"):
                 continue
             spec = importlib.util.spec_from_file_location(f"provision_site_checks.{path.stem}", path)
+            if spec is None or spec.loader is None:
+                raise ProvisionError(f"{path}: not a loadable Python module ({CHECK_PATH_ENV})")
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:  # a site's module: its mistake is bad input, named in one line
+                raise ProvisionError(f"{path}: cannot load this check module ({CHECK_PATH_ENV}): "
+                                     f"{type(exc).__name__}: {exc}") from None
             if hasattr(module, "CHECK"):
                 out.append((path.stem, module.CHECK, module.__doc__ or ""))
     return out

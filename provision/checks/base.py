@@ -2,7 +2,9 @@
 
 A check module declares ``CHECK = Check(...)``: its id (= module name), the tool it runs,
 its ``order`` (lower runs first), its ``scope``, the hardware features it needs, its timeout,
-the metrics it reports (name -> unit) and three pure functions:
+the metrics it reports (name -> unit), the JSON Schema of each reference's ``params`` (metric ->
+``{"required": [...], "properties": {...}}``: the test parameters its command is built from,
+checked against every profile by ``provision.checks.references``) and three pure functions:
 ``steps(profile, target) -> list[Step]`` (argv lists, never shell strings; ``target`` is the
 ``Host`` for node scope, a ``Pair`` or a ``Group`` otherwise), ``parse(text) -> dict`` (one
 step's output; raises ParseError) and ``judge(parsed, profile) -> list[Finding]`` (``parsed``
@@ -84,6 +86,7 @@ class Check:
     scope: Scope = Scope.NODE
     timeout_s: float = 120.0
     metrics: dict[str, str] = field(default_factory=dict)
+    params: dict[str, dict] = field(default_factory=dict)
 
 
 def require_tools(parsed: dict, expected: dict[str, str]) -> None:
@@ -92,4 +95,5 @@ def require_tools(parsed: dict, expected: dict[str, str]) -> None:
     for key, result in parsed.items():
         got = (result or {}).get("tool")
         if key not in expected or got != expected[key]:
-            raise ParseError(f"step {key!r}: expected {expected.get(key, 'no such step')} output, got {got or 'nothing'}")
+            want = expected.get(key, "no such step")
+            raise ParseError(f"step {key!r}: expected {want} output, got {got or 'nothing'}")

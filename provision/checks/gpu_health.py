@@ -70,5 +70,12 @@ def _gpu(device: str, g: dict, profile) -> list[Finding]:
     return out
 
 
+# JSON Schema of each reference's params (the test parameters the command is built from); the
+# profile's rows are checked against it (provision.checks.references).
+PARAMS: dict[str, dict] = {
+    "temp_C": {"properties": {}},  # read from nvidia-smi -q -x as it is: no test parameters
+}
+
+
 CHECK = Check(id="gpu_health", order=10, tool="nvidia-smi -q -x", steps=steps, parse=parse, judge=judge,
-              needs=("gpu",), timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"})
+              needs=("gpu",), timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS)

@@ -121,5 +121,20 @@ def _dcgm(result: dict) -> list[Finding]:
 
 
 # DCGM user guide: -r 3 takes up to ~30 minutes on an 8-GPU node; gpu_burn adds its duration.
+# JSON Schema of each reference's params (the test parameters the command is built from); the
+# profile's rows are checked against it (provision.checks.references).
+PARAMS = {
+    "gflops": {
+        "required": ["duration_s", "precision"],
+        "properties": {
+            "tool": {"const": "gpu_burn"},
+            "duration_s": {"type": "integer", "minimum": 1},
+            "precision": {"enum": ["fp32", "fp64"]},
+            "tensor_cores": {"type": "boolean"},
+        },
+    },
+}
+
+
 CHECK = Check(id="gpu_stress", order=90, tool="gpu_burn + dcgmi diag", steps=steps, parse=parse, judge=judge,
-              needs=("gpu",), timeout_s=1800, metrics={"gflops": "Gflop/s"})
+              needs=("gpu",), timeout_s=1800, metrics={"gflops": "Gflop/s"}, params=PARAMS)

@@ -33,5 +33,6 @@ def judge(parsed: dict, profile) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="ib_ports", order=46, tool="ibstat", steps=steps, parse=parse, judge=judge, needs=("hca",), timeout_s=30,
+CHECK = Check(id="ib_ports", order=46,
+              tool="ibstat", steps=steps, parse=parse, judge=judge, needs=("hca",), timeout_s=30,
               metrics={"ib_port_count": "", "rate_Gbps": "Gb/s"})

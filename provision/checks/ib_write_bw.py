@@ -47,5 +47,21 @@ def judge(parsed: dict, profile) -> list[Finding]:
     return findings
 
 
+# JSON Schema of each reference's params (the test parameters the command is built from); the
+# profile's rows are checked against it (provision.checks.references).
+PARAMS = {
+    "bw_avg_Gbps": {
+        "required": ["msg_size_bytes", "duration_s"],
+        "properties": {
+            "msg_size_bytes": {"type": "integer", "minimum": 1},
+            "duration_s": {"type": "integer", "minimum": 1},
+            "direction": {"enum": ["unidirectional", "bidirectional"]},
+            "gpudirect": {"enum": ["on", "off"]},
+            "qps": {"type": "integer", "minimum": 1},
+        },
+    },
+}
+
+
 CHECK = Check(id="ib_write_bw", order=50, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
-              timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"})
+              timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS)

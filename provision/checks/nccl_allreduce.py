@@ -43,5 +43,26 @@ def judge(parsed: dict, profile) -> list[Finding]:
     ]
 
 
-CHECK = Check(id="nccl_allreduce", order=70, tool="all_reduce_perf", steps=steps, parse=parse, judge=judge, needs=("gpu",),
-              timeout_s=300, metrics={"busbw_GBps": "GB/s"})
+# JSON Schema of each reference's params (the test parameters the command is built from); the
+# profile's rows are checked against it (provision.checks.references).
+PARAMS = {
+    "busbw_GBps": {
+        "required": ["min_bytes", "max_bytes", "step_factor", "iters", "warmup_iters"],
+        "properties": {
+            "binary": {"const": "all_reduce_perf"},
+            "min_bytes": {"type": "integer", "minimum": 1},
+            "max_bytes": {"type": "integer", "minimum": 1},
+            "step_factor": {"type": "integer", "minimum": 2},
+            "gpus": {"type": "integer", "minimum": 1},
+            "iters": {"type": "integer", "minimum": 1},
+            "warmup_iters": {"type": "integer", "minimum": 0},
+            # whether the figure holds with NVLink SHARP (NCCL_NVLS_ENABLE)
+            "nvls": {"enum": ["on", "off"]},
+        },
+    },
+}
+
+
+CHECK = Check(id="nccl_allreduce", order=70,
+              tool="all_reduce_perf", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+              timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS)

@@ -94,5 +94,25 @@ def _cell(device: str, metric: str, value: float | None, ref) -> Finding:
     return measured(device, metric, value, ref, fault)
 
 
+# JSON Schema of each reference's params (the test parameters the command is built from); the
+# profile's rows are checked against it (provision.checks.references).
+PARAMS = {
+    "h2d_GBps": {
+        "required": ["testcase", "buffer_size_MiB"],
+        "properties": {
+            "testcase": {"type": "string", "pattern": "^[a-z0-9_]+$"},
+            "buffer_size_MiB": {"type": "integer", "minimum": 1},
+        },
+    },
+    "d2d_GBps": {
+        "required": ["testcase", "buffer_size_MiB"],
+        "properties": {
+            "testcase": {"type": "string", "pattern": "^[a-z0-9_]+$"},
+            "buffer_size_MiB": {"type": "integer", "minimum": 1},
+        },
+    },
+}
+
+
 CHECK = Check(id="nvbandwidth", order=60, tool="nvbandwidth", steps=steps, parse=parse, judge=judge, needs=("gpu",),
-              timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"})
+              timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"}, params=PARAMS)

@@ -66,5 +66,6 @@ def _gpu(device: str, links: list[dict], nv: dict) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="nvlink", order=44, tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu", "nvlink"),
+CHECK = Check(id="nvlink", order=44,
+              tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu", "nvlink"),
               timeout_s=30, metrics={"gpu_count": "", "nvlink_active_links": ""})

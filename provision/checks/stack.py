@@ -103,7 +103,10 @@ def _nvcc(text: str) -> dict:
 def _packages(text: str, rows: list[str]) -> dict:
     found = {}
     for row in rows:
-        name, version, status = _PACKAGE.match(row).groups()
+        match = _PACKAGE.match(row)
+        if match is None:
+            raise ParseError(f"not a dpkg-query/rpm package line: {row[:80]!r}")
+        name, version, status = match.groups()
         found[name] = {"version": version, "status": status}
     return {"tool": "package-query", "complete": text.endswith("\n"), "packages": found}
 

@@ -113,5 +113,23 @@ def _fio(result: dict, profile) -> list[Finding]:
             expect(path, "fio_errors", result["errors"], 0, "STORAGE_IO_ERROR")]
 
 
+# JSON Schema of each reference's params (the test parameters the command is built from); the
+# profile's rows are checked against it (provision.checks.references).
+PARAMS = {
+    "write_bw_MiBps": {
+        "required": ["rw", "bs", "iodepth", "ioengine", "size"],
+        "properties": {
+            "tool": {"const": "fio"},
+            "rw": {"enum": ["write", "randwrite"]},
+            "bs": {"type": "string", "pattern": "^[0-9]+[kKmMgG]?$"},
+            "iodepth": {"type": "integer", "minimum": 1},
+            "ioengine": {"type": "string", "minLength": 1},
+            "size": {"type": "string", "pattern": "^[0-9]+[kKmMgGtT]?$"},
+        },
+    },
+}
+
+
 CHECK = Check(id="storage", order=75, tool="cat bonding + fio", steps=steps, parse=parse, judge=judge,
-              needs=("storage",), timeout_s=300, metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"})
+              needs=("storage",), timeout_s=300, metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"},
+              params=PARAMS)

@@ -22,6 +22,7 @@ from provision.engine.scheduler import Scheduler
 from provision.engine.transport import CommandResult, Connection, Transport
 from provision.engine.verdict import verdict
 from provision.errors import CommandError, ProfileError
+from provision.inventory import Host
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
 from provision.results.store import OS_RELEASE, RunDir
 
@@ -33,7 +34,7 @@ READY_TIMEOUT_S = 30.0  # a server not listening after this long will not be
 class HostState:
     """One host during a burn-in: its profile (or why it has none), its connection once opened."""
 
-    host: object
+    host: Host
     record: HostRecord
     profile: profiles.Profile | None = None
     problem: str = ""
@@ -42,7 +43,19 @@ class HostState:
 
     @property
     def name(self) -> str:
-        return self.host.name  # type: ignore[attr-defined]
+        return self.host.name
+
+    @property
+    def connected(self) -> Connection:
+        if self.conn is None:
+            raise CommandError(f"host {self.name}: not connected")
+        return self.conn
+
+    @property
+    def judged_by(self) -> profiles.Profile:
+        if self.profile is None:
+            raise ProfileError(f"host {self.name}: no profile")
+        return self.profile
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,7 @@ class Burnin:
     """One burn-in of ``hosts`` (``provision.inventory.Host``) into ``rundir``; ``records``
     are the run's HostRecords (their os_target is filled in here)."""
 
-    def __init__(self, hosts: list, records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
+    def __init__(self, hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
                  progress=print, workers: int = MAX_PARALLEL_JOBS):
         self.rundir, self.transport, self.workers = rundir, transport, workers
         self.states = {h.name: HostState(h, records[h.name]) for h in hosts}
@@ -63,7 +76,7 @@ class Burnin:
         self.progress = progress
         for state in self.states.values():
             try:
-                state.profile = profiles.for_host(state.host.profile, state.host.vars, state.name)
+                state.profile = profiles.for_host(str(state.host.profile), state.host.vars, state.name)
             except ProfileError as exc:
                 state.problem = str(exc)
 
@@ -98,7 +111,7 @@ class Burnin:
         problems = [s.problem for s in states if s.problem]
         if problems:
             return error("; ".join(problems))
-        profile = states[0].profile
+        profile = states[0].judged_by
         if check.scope is Scope.PAIR and len(states) != 2:
             return CheckResult(check.id, job.hosts, Outcome.SKIPPED, "a pair check needs two hosts", scope=check.scope)
         if not all(s.profile and s.profile.has(need) for s in states for need in check.needs):
@@ -107,7 +120,7 @@ class Burnin:
         unreachable = [p for p in (self._connect(s) for s in states) if p]
         if unreachable:
             return error("; ".join(unreachable))
-        profile = states[0].profile
+        profile = states[0].judged_by
         try:
             steps = check.steps(profile, _target(check, states))
         except ProfileError as exc:
@@ -137,13 +150,13 @@ class Burnin:
             return state.problem
 
     def _read_os(self, state: HostState) -> None:
-        result = state.conn.run(["cat", "/etc/os-release"], 30.0)
+        result = state.connected.run(["cat", "/etc/os-release"], 30.0)
         if result.rc != 0:
             return
         self.rundir.write(f"raw/{state.name}/{OS_RELEASE}", result.stdout)
         state.record.os_release = parse_os_release(result.stdout)
         state.record.os_target = profiles.target_of(state.record.os_release)
-        state.profile = state.profile.for_target(state.record.os_target)
+        state.profile = state.judged_by.for_target(state.record.os_target)
 
     def _run_steps(self, check: Check, job: Job, states: list[HostState], steps: list[Step], timeout_s: float):
         texts, raw, failures = {}, [], []
@@ -159,15 +172,15 @@ class Burnin:
 
     def _run_step(self, step: Step, runner: HostState, server_state: HostState, timeout_s: float):
         """The step's result, and (its server's result, why the server was not ready) when it has one."""
-        if not step.server:
-            return runner.conn.run(step.argv, timeout_s), None
-        server = server_state.conn.start(step.server, timeout_s)
-        not_ready = readiness.wait_ready(server, server_state.conn, step.ready, server_state.host.address,
+        if not step.server or step.ready is None:
+            return runner.connected.run(step.argv, timeout_s), None
+        server = server_state.connected.start(step.server, timeout_s)
+        not_ready = readiness.wait_ready(server, server_state.connected, step.ready, server_state.host.address,
                                          min(READY_TIMEOUT_S, timeout_s))
         if not_ready:
             stopped = server.close()
             return CommandResult(step.argv, 1, "", "", 0.0, False), (stopped, f"{step.server[0]} server: {not_ready}")
-        result = runner.conn.run(step.argv, timeout_s)
+        result = runner.connected.run(step.argv, timeout_s)
         served = server.wait() if result.rc == 0 else server.close()
         return result, (served, "")
 
@@ -239,7 +252,7 @@ def _run_problem(result: CommandResult, timeout_s: float) -> str:
     return ""
 
 
-def run(hosts: list, records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
+def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
         only: list[str] | None = None, progress=print) -> list[CheckResult]:
     """Burn in ``hosts``: every registered check (or those in ``only``)."""
     checks = [c for c in registry().values() if not only or c.id in only]

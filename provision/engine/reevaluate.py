@@ -8,7 +8,7 @@ and OS target the run recorded for it (``HostRecord``).
 from __future__ import annotations
 
 from provision import profiles
-from provision.checks import registry
+from provision.checks import references, registry
 from provision.engine.burnin import parse_os_release
 from provision.engine.verdict import verdict
 from provision.errors import ProvisionError
@@ -57,4 +57,5 @@ def _profile(rundir: RunDir, run: Run, host: str, profile_name: str | None) -> p
     saved = rundir.path / "raw" / host / OS_RELEASE
     if target is None and "/" not in host and ".." not in host and saved.is_file():  # reports before the model
         target = profiles.target_of(parse_os_release(saved.read_text(errors="replace")))
+    references.validate(profile)
     return profile.for_target(target)

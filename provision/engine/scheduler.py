@@ -25,36 +25,51 @@ class Scheduler(Generic[J, R]):
         self.execute, self.hosts_of, self.workers = execute, hosts_of, max(1, workers)
 
     def run(self, jobs: Sequence[J]) -> list[R]:
-        queues: dict[Hashable, deque[int]] = {}
-        for index, job in enumerate(jobs):
-            for host in self.hosts_of(job):
-                queues.setdefault(host, deque()).append(index)
-        busy: set = set()
-        ready = sorted({q[0] for q in queues.values()} | {i for i, j in enumerate(jobs) if not self.hosts_of(j)})
-        heapq.heapify(ready)
-        results: dict[int, R] = {}
+        state: _State[J, R] = _State(jobs, self.hosts_of)
         running: dict[Future, int] = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            while ready or running:
-                while ready and len(running) < self.workers:
-                    index = heapq.heappop(ready)
-                    if not self._startable(index, jobs, queues, busy):
-                        continue  # it becomes ready again when its hosts' earlier jobs finish
-                    for host in self.hosts_of(jobs[index]):
-                        queues[host].popleft()
-                        busy.add(host)
+            while True:
+                while len(running) < self.workers and (index := state.next_ready()) is not None:
                     running[pool.submit(self.execute, jobs[index])] = index
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     index = running.pop(future)
-                    for host in self.hosts_of(jobs[index]):
-                        busy.discard(host)
-                        if queues[host] and queues[host][0] not in ready:
-                            heapq.heappush(ready, queues[host][0])
-                    results[index] = future.result()
-        return [results[i] for i in range(len(jobs))]
+                    state.finish(index, future.result())
+        return [state.results[i] for i in range(len(jobs))]
 
-    def _startable(self, index: int, jobs: Sequence[J], queues: dict, busy: set) -> bool:
-        return all(h not in busy and queues[h][0] == index for h in self.hosts_of(jobs[index]))
+
+class _State(Generic[J, R]):
+    """Per-host queues of job indexes; a job is ready when it heads the queue of each of its hosts
+    and none of them is busy. ``ready`` is a heap, so ready jobs start in list order."""
+
+    def __init__(self, jobs: Sequence[J], hosts_of: Callable[[J], Sequence[Hashable]]):
+        self.jobs, self.hosts_of = jobs, hosts_of
+        self.queues: dict[Hashable, deque[int]] = {}
+        for index, job in enumerate(jobs):
+            for host in hosts_of(job):
+                self.queues.setdefault(host, deque()).append(index)
+        self.busy: set = set()
+        self.ready = sorted({q[0] for q in self.queues.values()} | {i for i, j in enumerate(jobs) if not hosts_of(j)})
+        self.results: dict[int, R] = {}
+
+    def next_ready(self) -> int | None:
+        """Claim the first ready job's hosts and return it; None when no job can start now."""
+        while self.ready:
+            index = heapq.heappop(self.ready)
+            hosts = self.hosts_of(self.jobs[index])
+            if all(h not in self.busy and self.queues[h][0] == index for h in hosts):
+                for host in hosts:
+                    self.queues[host].popleft()
+                    self.busy.add(host)
+                return index
+        return None
+
+    def finish(self, index: int, result: R) -> None:
+        self.results[index] = result
+        for host in self.hosts_of(self.jobs[index]):
+            self.busy.discard(host)
+            queue = self.queues[host]
+            if queue and queue[0] not in self.ready:
+                heapq.heappush(self.ready, queue[0])

@@ -85,7 +85,8 @@ class SshProcess:
             self.err += self.channel.recv_stderr(65536)
 
     def _finished(self) -> bool:
-        return self.channel.exit_status_ready() and not self.channel.recv_ready() and not self.channel.recv_stderr_ready()
+        ch = self.channel
+        return ch.exit_status_ready() and not ch.recv_ready() and not ch.recv_stderr_ready()
 
     def read_until(self, text: str, timeout_s: float) -> bool:
         until, needle = min(self.deadline, time.monotonic() + timeout_s), text.encode()

@@ -21,7 +21,8 @@ def render(run: Run) -> str:
     out = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in [header] + lines]
     out += [f"{r.check} [{r.host}]: {MARK[r.outcome.value]}" for r in run.results if r.scope is not Scope.NODE]
     counts = {v: list(verdicts.values()).count(v) for v in ("pass", "fail", "error")}
-    out.append(f"\n{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errored of {len(verdicts)} hosts")
+    out.append(f"\n{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errored "
+               f"of {len(verdicts)} hosts")
     reasons = _reasons(run)
     return "\n".join(out + ([""] + reasons if reasons else []))
 

@@ -79,9 +79,12 @@ def _install(row: dict) -> HostInstall:
 
 
 def _legacy_hosts(data: dict) -> dict[str, HostRecord]:
-    return {h: HostRecord(profile=(r or {}).get("name"),
-                          vars={"provision_reference_overrides": (r or {}).get("overrides")} if (r or {}).get("overrides") else {})
-            for h, r in (data.get("profiles") or {}).items()}
+    out = {}
+    for host, row in (data.get("profiles") or {}).items():
+        overrides = (row or {}).get("overrides")
+        out[host] = HostRecord(profile=(row or {}).get("name"),
+                               vars={"provision_reference_overrides": overrides} if overrides else {})
+    return out
 
 
 def _legacy_results(data: dict) -> list[CheckResult]:

@@ -111,7 +111,8 @@ class RunStore:
         """A new run folder named ``run_id`` (or the time), suffixed -2, -3... when it exists.
         Raises ProvisionError for a run id that is not a plain folder name."""
         if run_id is not None and not RUN_ID.fullmatch(run_id):
-            raise ProvisionError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' (a folder name under runs/)")
+            raise ProvisionError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' "
+                                 "(a folder name under runs/)")
         run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         path, n = self.root / run_id, 1
         while path.exists():

@@ -79,7 +79,8 @@ def _install_extra(root: Path) -> None:
     subprocess.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
     try:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        proc = subprocess.run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends", *EXTRA],
+        proc = subprocess.run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends",
+                               *EXTRA],
                               capture_output=True, text=True, env=env, check=False)
         subprocess.run(["chroot", str(root), "apt-get", "clean"], capture_output=True, check=False)
     finally:

@@ -44,7 +44,8 @@ def _hca(model: dict, device: str) -> dict:
     try:
         return next(h for h in model["hcas"] if h["name"] == device)
     except StopIteration:
-        raise ProvisionError(f"--device {device!r}: no such HCA ({', '.join(h['name'] for h in model['hcas'])})") from None
+        names = ", ".join(h["name"] for h in model["hcas"])
+        raise ProvisionError(f"--device {device!r}: no such HCA ({names})") from None
 
 
 def _pci(gpu: dict) -> str:
@@ -156,7 +157,8 @@ KINDS = {k.kind: k for k in [
     FaultKind("ib_port_down", "hca", "InfiniBand port down (cable pulled: Down/Polling)", ib_port_down),
     FaultKind("ib_rate", "hca", "InfiniBand port trained at a lower rate (--value Gb/s, default 200)", ib_rate),
     FaultKind("slow_hca", "hca", "HCA slow in ib_write_bw (--value factor, default 0.7)", slow_hca),
-    FaultKind("slow_gpu_pair", "pair", "slow GPU pair in copies and all-reduce (--device a,b; --value factor)", slow_gpu_pair),
+    FaultKind("slow_gpu_pair", "pair", "slow GPU pair in copies and all-reduce (--device a,b; --value factor)",
+              slow_gpu_pair),
     FaultKind("gpu_burn_faulty", "gpu", "gpu-burn reports the GPU FAULTY (and still exits 0)", gpu_burn_faulty),
     FaultKind("hung_tool", "tool", "a tool never returns (--device tool name, e.g. all_reduce_perf)", hung_tool),
     FaultKind("gpu_missing", "gpu", "a GPU missing from the node (not enumerated at all)", gpu_missing),

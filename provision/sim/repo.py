@@ -185,7 +185,8 @@ def _keyring(repo_dir: Path) -> list[str]:
 def _run(argv: list[str], cwd: Path | None = None, out: Path | None = None) -> None:
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
     if proc.returncode != 0:
-        raise RunnerError(f"{argv[0]} failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-300:]}")
+        detail = proc.stderr.decode(errors="replace").strip()[-300:]
+        raise RunnerError(f"{argv[0]} failed (exit {proc.returncode}): {detail}")
     if out is not None:
         out.write_bytes(proc.stdout)
 
@@ -197,7 +198,8 @@ def serve(repo_dir: Path, targets: list[str], log=print) -> str:
     port = _free_port()
     with open(repo_dir / "http.log", "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(repo_dir / "www")],
+            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+             "--directory", str(repo_dir / "www")],
             stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
     (repo_dir / "http.pid").write_text(str(proc.pid))
     deadline = time.monotonic() + 10

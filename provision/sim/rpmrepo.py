@@ -101,7 +101,8 @@ def rocky_mirror(www: Path, repo_url: str, work: Path, gpg: list[str]) -> Path:
 
 def _sign(rpm: Path, gpg: list[str]) -> None:
     home = gpg[gpg.index("--homedir") + 1]
-    _run(["rpmsign", "--addsign", "--define", f"_gpg_path {home}", "--define", "_gpg_name sim@localhost", "--define", "__gpg /usr/bin/gpg",
+    _run(["rpmsign", "--addsign", "--define", f"_gpg_path {home}", "--define", "_gpg_name sim@localhost",
+          "--define", "__gpg /usr/bin/gpg",
           "--define", "_gpg_sign_cmd_extra_args --pinentry-mode loopback --passphrase ''", str(rpm)])
 
 
@@ -129,4 +130,5 @@ def modules_yaml(snap) -> str:
 def _run(argv: list[str]) -> None:
     proc = subprocess.run(argv, capture_output=True, check=False, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
-        raise RunnerError(f"{argv[0]} failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-300:]}")
+        detail = proc.stderr.decode(errors="replace").strip()[-300:]
+        raise RunnerError(f"{argv[0]} failed (exit {proc.returncode}): {detail}")

@@ -28,6 +28,16 @@ FAULT_KEYS = {"kind", "device", "value"}
 
 def load(path: Path) -> dict:
     """Read and validate a scenario. Raises ProvisionError naming file and field."""
+    data = _read(path)
+    nodes = _nodes(path, data)
+    profiles.load(str(data.get("profile", "h100-sxm5-80g-ndr")))
+    _check_os(path, data, nodes)
+    _check_faults(path, data, nodes)
+    return data
+
+
+def _read(path: Path) -> dict:
+    """The scenario file parsed as YAML, which must be a mapping."""
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
@@ -36,28 +46,45 @@ def load(path: Path) -> dict:
         raise ProvisionError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ProvisionError(f"{path}: a scenario must be a mapping with nodes, profile, faults")
+    return data
+
+
+def _nodes(path: Path, data: dict) -> int:
+    """The rack size, which must be a positive integer."""
     nodes = data.get("nodes")
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
         raise ProvisionError(f"{path}: field 'nodes' must be a positive integer, got {nodes!r}")
-    profiles.load(str(data.get("profile", "h100-sxm5-80g-ndr")))
-    if data.get("os") is not None:
-        if not isinstance(data["os"], (str, list)):
-            raise ProvisionError(f"{path}: field 'os' must be an OS name or a list of them")
-        try:
-            rack.os_plan(data["os"], nodes)
-        except ProvisionError as exc:
-            raise ProvisionError(f"{path}: field 'os': {exc}") from None
+    return nodes
+
+
+def _check_os(path: Path, data: dict, nodes: int) -> None:
+    """The optional ``os`` field: an OS name or a list of them that plans for ``nodes`` nodes."""
+    if data.get("os") is None:
+        return
+    if not isinstance(data["os"], (str, list)):
+        raise ProvisionError(f"{path}: field 'os' must be an OS name or a list of them")
+    try:
+        rack.os_plan(data["os"], nodes)
+    except ProvisionError as exc:
+        raise ProvisionError(f"{path}: field 'os': {exc}") from None
+
+
+def _check_faults(path: Path, data: dict, nodes: int) -> None:
+    """The optional ``faults`` field: each key a node of the rack, each item a known fault."""
     names = {f"node{i + 1:02d}" for i in range(nodes)}
     for node, items in (data.get("faults") or {}).items():
         if node not in names:
             raise ProvisionError(f"{path}: faults.{node}: no such node in a rack of {nodes}")
         for i, item in enumerate(items or []):
-            where = f"{path}: faults.{node}[{i}]"
-            if not isinstance(item, dict) or "kind" not in item or set(item) - FAULT_KEYS:
-                raise ProvisionError(f"{where}: must be a mapping with kind and optional device, value")
-            if item["kind"] not in faults.KINDS:
-                raise ProvisionError(f"{where}.kind: unknown fault {item['kind']!r} (known: {', '.join(faults.KINDS)})")
-    return data
+            _check_fault(f"{path}: faults.{node}[{i}]", item)
+
+
+def _check_fault(where: str, item: object) -> None:
+    """One fault item: a mapping with a known ``kind`` and optional ``device``, ``value``."""
+    if not isinstance(item, dict) or "kind" not in item or set(item) - FAULT_KEYS:
+        raise ProvisionError(f"{where}: must be a mapping with kind and optional device, value")
+    if item["kind"] not in faults.KINDS:
+        raise ProvisionError(f"{where}.kind: unknown fault {item['kind']!r} (known: {', '.join(faults.KINDS)})")
 
 
 def up(path: Path, inventory_dir: Path, address_base: str, os_arg: str | None = None) -> int:

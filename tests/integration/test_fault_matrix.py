@@ -35,7 +35,8 @@ def expectation(kind, device, model):
         return f"{domain[-4:]}:{bus}:{rest.split('.')[0]}"
     return {
         "xid79": lambda: ("xid", "fail", f"PCI {pci(device)}: xid = 79"),
-        "dbe_remap": lambda: ("gpu_health", "fail", f"GPU{device} {gpu(device)['bus_id']}: remapped_rows_pending = True"),
+        "dbe_remap": lambda: ("gpu_health", "fail",
+                              f"GPU{device} {gpu(device)['bus_id']}: remapped_rows_pending = True"),
         "pcie_downtrain": lambda: ("pcie_link", "fail", f"{pci(device)}.0: lnksta_width = 8 lanes, expected 16"),
         "nvlink_down": lambda: ("nvlink", "fail", f"GPU{device}: nvlink_active_links = 17, expected 18"),
         "ib_port_down": lambda: ("ib_ports", "fail", f"{device} port 1: state = 'Down', expected 'Active'"),
@@ -91,8 +92,8 @@ def test_fault_matrix(installed_rack):
     false_failures = 0
     for i in range(HEALTHY_RUNS):
         proc, rep = burnin(inv, f"matrix-{SEED}-healthy{i}")
-        bad = {h: [r["check"] for r in [r for r in rep["results"] if r["hosts"] == [h]] if r["outcome"] != "pass"] for h, v in rep["verdicts"].items()
-               if v != "pass"}
+        bad = {h: [r["check"] for r in rep["results"] if r["hosts"] == [h] and r["outcome"] != "pass"]
+               for h, v in rep["verdicts"].items() if v != "pass"}
         false_failures += len(bad)
         assert proc.returncode == 0 and not bad, bad
     table = _table(rows, matrix_s, false_failures, time.monotonic() - started - matrix_s)

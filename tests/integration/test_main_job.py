@@ -20,7 +20,8 @@ from provision.sim import rack
 from tests.integration.conftest import own_rack, provision
 
 pytestmark = pytest.mark.integration
-ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "stack_hold", "framework_venv", "burnin_tools"}
+ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "stack_hold", "framework_venv",
+         "burnin_tools"}
 OS_MIX = "ubuntu2204,ubuntu2404,debian12,rocky9"
 HOSTS = ("node01", "node02", "node03", "node04")
 CHECKS = set(ids())

@@ -68,11 +68,14 @@ def test_bad_host_fields_are_refused_before_any_run(tmp_path, host_vars, expecte
 
 
 def test_limit_and_run_id_are_checked(tmp_path):
-    (tmp_path / "hosts.yml").write_text(f"all:\n  vars: {{{PROFILE}}}\n  hosts:\n    gpu01: {{ansible_host: 10.0.0.1}}\n")
+    (tmp_path / "hosts.yml").write_text(f"all:\n  vars: {{{PROFILE}}}\n"
+                                        "  hosts:\n    gpu01: {ansible_host: 10.0.0.1}\n")
     assert "--limit names hosts not in the inventory: gpu09" in one_line_error(
         provision("burnin", "-i", str(tmp_path), "--limit", "gpu01,gpu09"))
-    assert "--run-id '../escape'" in one_line_error(provision("burnin", "-i", str(tmp_path), "--run-id", "../escape"))
-    assert "--checks: name at least one check" in one_line_error(provision("burnin", "-i", str(tmp_path), "--checks", ","))
+    assert "--run-id '../escape'" in one_line_error(
+        provision("burnin", "-i", str(tmp_path), "--run-id", "../escape"))
+    assert "--checks: name at least one check" in one_line_error(
+        provision("burnin", "-i", str(tmp_path), "--checks", ","))
 
 
 @pytest.mark.parametrize("scenario,expected", [
@@ -95,3 +98,25 @@ def test_sim_up_refuses_a_bad_address_base(tmp_path):
     assert "--address-base 'not-an-ip': not an IPv4 address" in line
     line = one_line_error(provision("sim", "up", "--inventory", str(tmp_path / "inv"), "--address-base", "10.0.0.1"))
     assert "loopback addresses in 127.0.0.0/8" in line
+
+
+@pytest.mark.parametrize("change,expected", [
+    (lambda d: d["gpu"].__setitem__("nvlnk", d["gpu"].pop("nvlink")), "gpu.nvlnk: unknown key"),
+    (lambda d: d["references"]["ib_write_bw"]["bw_avg_Gbps"]["params"].__setitem__("msg_size", 1),
+     "references.ib_write_bw.bw_avg_Gbps.params.msg_size: unknown key"),
+], ids=["hardware", "reference-params"])
+def test_a_profile_with_a_misspelt_key_exits_2_naming_file_and_key(tmp_path, change, expected):
+    import yaml
+
+    from provision import profiles
+
+    data = yaml.safe_load((profiles.DATA_DIR / "h100-sxm5-80g-ndr.yaml").read_text())
+    change(data)
+    bad = tmp_path / "site-h100.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv/hosts.yml").write_text(f"all:\n  hosts:\n    gpu01: {{ansible_host: 10.0.0.1, "
+                                            f"provision_profile: {bad}}}\n")
+    for command in ("run", "burnin"):  # refused before any node is touched
+        line = one_line_error(provision(command, "-i", str(tmp_path / "inv")))
+        assert f"{bad}: {expected}" in line and "gpu01" in line

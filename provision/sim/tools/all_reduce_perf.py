@@ -68,7 +68,7 @@ def sizes(args) -> list[int]:
 def peak_busbw(model: dict, gpus: list[dict]) -> float:
     """Large-message bus bandwidth in GB/s for these GPUs, before noise."""
     bw = float((model.get("performance") or {}).get("nccl_allreduce_busbw_GBps", 0.0))
-    fractions = [sum(1 for l in g["nvlink"]["links"] if l["active"]) / len(g["nvlink"]["links"])
+    fractions = [sum(1 for link in g["nvlink"]["links"] if link["active"]) / len(g["nvlink"]["links"])
                  for g in gpus if (g.get("nvlink") or {}).get("links")]
     bw *= min(fractions, default=1.0)
     pair = simhw.faults(model).get("slow_gpu_pair") or {}

@@ -45,7 +45,8 @@ def _slave(s: dict, lacp: bool, system_mac: str, number: int) -> list[str]:
                   f"    port state: {PORT_STATE if up else 69}",
                   "details partner lacp pdu:", "    system priority: 32768",
                   f"    system mac address: {s['partner_mac']}", f"    oper key: {PARTNER_KEY}",
-                  "    port priority: 32768", f"    port number: {number}", f"    port state: {PORT_STATE if up else 1}"]
+                  "    port priority: 32768", f"    port number: {number}",
+                  f"    port state: {PORT_STATE if up else 1}"]
     return lines
 
 

@@ -60,12 +60,14 @@ def text_report(args, m: dict) -> str:
              f"    clat (usec): min={m['clat_us'] * 0.1:.0f}, max={m['clat_us'] * 8:.0f}, avg={m['clat_us']:.2f}, "
              f"stdev={m['clat_us'] * 0.6:.2f}",
              "    clat percentiles (msec):",
-             f"     |  1.00th=[{max(1, round(m['clat_us'] * 0.4 / 1000)):>5}], 50.00th=[{max(1, round(m['clat_us'] / 1000)):>5}],"
+             f"     |  1.00th=[{max(1, round(m['clat_us'] * 0.4 / 1000)):>5}],"
+             f" 50.00th=[{max(1, round(m['clat_us'] / 1000)):>5}],"
              f" 99.00th=[{p99_ms:>5}], 99.99th=[{p99_ms * 8:>5}]",
              f"   bw (  MiB/s): min={bw * 0.6:.0f}, max={bw * 1.1:.0f}, per=100.00%, avg={bw:.2f}, "
              f"stdev={bw * 0.1:.2f}, samples={max(1, m['runtime_ms'] // 500)}", "",
              "Run status group 0 (all jobs):",
-             f"  {kind.upper()}: bw={bw:.0f}MiB/s ({mb:.0f}MB/s), {bw:.0f}MiB/s-{bw:.0f}MiB/s ({mb:.0f}MB/s-{mb:.0f}MB/s), "
+             f"  {kind.upper()}: bw={bw:.0f}MiB/s ({mb:.0f}MB/s), "
+             f"{bw:.0f}MiB/s-{bw:.0f}MiB/s ({mb:.0f}MB/s-{mb:.0f}MB/s), "
              f"io={io_gib:.0f}GiB ({m['io_bytes'] / 1e9:.0f}GB), run={m['runtime_ms']}-{m['runtime_ms']}msec"]
     return "\n".join(lines) + "\n"
 

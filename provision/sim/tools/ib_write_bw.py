@@ -178,8 +178,8 @@ def main(argv: list[str]) -> int:
     model = simhw.load()
     simhw.hang_if_faulted("ib_write_bw", model)
     local, error = local_side(model, args)
-    if error:
-        sys.stderr.write(error)
+    if error or local is None:
+        sys.stderr.write(error or "")
         return 1
     return connect(model, args, local) if args.host else serve(model, args, local)
 

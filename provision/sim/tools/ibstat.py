@@ -33,7 +33,7 @@ def ca_block(hca: dict, short: bool = False) -> str:
     if not short:
         port += [f"\t\tBase lid: {hca['lid'] if ib else 0}", "\t\tLMC: 0",
                  f"\t\tSM lid: {hca['sm_lid'] if ib else 0}",
-                 f"\t\tCapability mask: {CAP_MASK.get(hca.get('link_layer'), CAP_MASK['InfiniBand'])}",
+                 f"\t\tCapability mask: {CAP_MASK.get(hca.get('link_layer', 'InfiniBand'), CAP_MASK['InfiniBand'])}",
                  f"\t\tPort GUID: {hca['port_guid']}", f"\t\tLink layer: {hca.get('link_layer', 'InfiniBand')}"]
     return "\n".join(lines + port) + "\n"
 

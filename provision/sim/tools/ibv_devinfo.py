@@ -42,10 +42,11 @@ def port_block(hca: dict, verbose: bool) -> list[str]:
 
 def device_block(hca: dict, verbose: bool) -> str:
     """The ``hca_id:`` block of one HCA."""
-    lines = [f"hca_id:\t{hca['name']}", f"\ttransport:\t\t\tInfiniBand (0)", f"\tfw_ver:\t\t\t\t{hca['fw_ver']}",
+    lines = [f"hca_id:\t{hca['name']}", "\ttransport:\t\t\tInfiniBand (0)", f"\tfw_ver:\t\t\t\t{hca['fw_ver']}",
              f"\tnode_guid:\t\t\t{ib_common.guid_colon(hca['node_guid'])}",
              f"\tsys_image_guid:\t\t\t{ib_common.guid_colon(hca['node_guid'])}",
-             f"\tvendor_id:\t\t\t{VENDOR_ID}", f"\tvendor_part_id:\t\t\t{PART_IDS.get(hca.get('ca_type'), 4129)}",
+             f"\tvendor_id:\t\t\t{VENDOR_ID}",
+             f"\tvendor_part_id:\t\t\t{PART_IDS.get(hca.get('ca_type', 'MT4129'), 4129)}",
              "\thw_ver:\t\t\t\t0x0", "\tphys_port_cnt:\t\t\t1"]
     return "\n".join(lines + port_block(hca, verbose)) + "\n\n"
 

@@ -31,7 +31,7 @@ TESTCASES = {
 def _link_fraction(gpu: dict) -> float:
     """Share of the GPU's NVLink links that are up (1.0 without NVLink)."""
     links = (gpu.get("nvlink") or {}).get("links") or []
-    return sum(1 for l in links if l["active"]) / len(links) if links else 1.0
+    return sum(1 for link in links if link["active"]) / len(links) if links else 1.0
 
 
 def d2d_GBps(model: dict, a: dict, b: dict) -> float:

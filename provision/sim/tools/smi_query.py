@@ -104,7 +104,8 @@ def _power_clocks(gpu: dict) -> list:
                                         ("GPU Target Temperature", "gpu_target_temperature", "N/A")]),
         ("GPU Power Readings", "gpu_power_readings", [
             ("Power Draw", "power_draw", f"{gpu['power_W']:.2f} W"),
-            ("Current Power Limit", "current_power_limit", cap), ("Requested Power Limit", "requested_power_limit", cap),
+            ("Current Power Limit", "current_power_limit", cap),
+            ("Requested Power Limit", "requested_power_limit", cap),
             ("Default Power Limit", "default_power_limit", cap), ("Max Power Limit", "max_power_limit", cap)]),
         ("Clocks", "clocks", [("Graphics", "graphics_clock", f"{clk['graphics']} MHz"),
                               ("SM", "sm_clock", f"{clk['sm']} MHz"), ("Memory", "mem_clock", f"{clk['memory']} MHz"),

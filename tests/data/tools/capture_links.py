@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from capture_sim import DATA, degrade as degrade_sim, run  # noqa: E402
+from capture_sim import DATA, degrade as degrade_sim, run
 
-from provision import profiles  # noqa: E402
-from provision.sim import hwmodel  # noqa: E402
+from provision import profiles
+from provision.sim import hwmodel
 
 # check -> fault kinds; each check's own steps give the argv, so the captures match what burn-in runs
 CAPTURES = {

@@ -64,7 +64,8 @@ README_D2D = {"value": 276.0, "lower": -0.005, "upper": None, "unit": "GB/s", "s
 CASES = [
     ("pcie_link", H100, pcie("healthy"), Outcome.PASS, ["gpu_count = 8"]),
     ("pcie_link", H100, pcie("gpu_x8"), Outcome.FAIL, ["0000:5d:00.0: lnksta_width = 8 lanes", "PCIE_DOWNTRAINED"]),
-    ("pcie_link", H100, pcie("hca_gen4"), Outcome.FAIL, ["0000:ba:00.0: lnksta_speed_GTps = 16.0 GT/s", "PCIE_DOWNTRAINED"]),
+    ("pcie_link", H100, pcie("hca_gen4"), Outcome.FAIL,
+     ["0000:ba:00.0: lnksta_speed_GTps = 16.0 GT/s", "PCIE_DOWNTRAINED"]),
     ("pcie_link", H100, pcie("truncated"), Outcome.FAIL, ["gpu_count = 4, expected 8", "hca_count = 4", "GPU_MISSING"]),
     ("pcie_link", variant("h100-sxm5-80g-ndr", {"gpu.count": 1, "hca.count": 0}),
      {"gpu": (DATA / "samples/lspci_vvv_h100_gen5_x16_ok.txt").read_text()}, Outcome.PASS, ["gpu_count = 1"]),
@@ -91,7 +92,8 @@ CASES = [
      ["GPU0-GPU1: gpu_gpu = 'NV12', expected 'NV18'", "TOPO_NVLINK"]),
     ("topology", variant("a100-sxm4-80g-hdr", {"topology.gpu_nearest_nic": "SYS"}),
      one("samples/topo_m_a100x8_nv12_4nic.txt"), Outcome.PASS, ["gpu_count = 8"]),
-    ("nvbandwidth", H100, one("nvbandwidth/sim_h100_healthy.txt"), Outcome.PASS, ["h2d_GBps", "over 8 devices", "d2d_GBps", "over 56 devices"]),
+    ("nvbandwidth", H100, one("nvbandwidth/sim_h100_healthy.txt"), Outcome.PASS,
+     ["h2d_GBps", "over 8 devices", "d2d_GBps", "over 56 devices"]),
     ("nvbandwidth", H100, one("nvbandwidth/sim_h100_slow_gpu_pair.txt"), Outcome.FAIL,
      ["GPU2->GPU5: d2d_GBps", "GPU5->GPU2: d2d_GBps", "D2D_SLOW"]),
     ("nvbandwidth", H100, one("nvbandwidth/sim_h100_gpu_x8.txt"), Outcome.FAIL,
@@ -103,7 +105,8 @@ CASES = [
     ("nvbandwidth", variant("h100-sxm5-80g-ndr", {"references.nvbandwidth": {"d2d_GBps": README_D2D}}),
      one("samples/nvbandwidth_readme_d2d_write_8gpu.txt"), Outcome.PASS, ["d2d_GBps"]),
     # Its one low cell (row 6, column 0 of "GPU(row) <- GPU(column)") is the copy GPU0 -> GPU6.
-    ("nvbandwidth", variant("h100-sxm5-80g-ndr", {"references.nvbandwidth": {"d2d_GBps": {**README_D2D, "lower": 0.0}}}),
+    ("nvbandwidth",
+     variant("h100-sxm5-80g-ndr", {"references.nvbandwidth": {"d2d_GBps": {**README_D2D, "lower": 0.0}}}),
      one("samples/nvbandwidth_readme_d2d_write_8gpu.txt"), Outcome.FAIL, ["GPU0->GPU6: d2d_GBps = 274.89 GB/s"]),
 ]
 
@@ -147,7 +150,8 @@ def test_check_id_is_its_module_name(name):
 
 def test_nvbandwidth_without_references_names_the_missing_row():
     bare = variant("h100-sxm5-80g-ndr", {"references.nvbandwidth": None})
-    with pytest.raises(ProfileError, match=r"profile h100-sxm5-80g-ndr-test .*: references.nvbandwidth.h2d_GBps: missing"):
+    with pytest.raises(ProfileError,
+                       match=r"profile h100-sxm5-80g-ndr-test .*: references.nvbandwidth.h2d_GBps: missing"):
         CHECKS["nvbandwidth"].steps(bare, None)
 
 

@@ -25,8 +25,8 @@ from tests.unit.checks import judge
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 # The simulated rack's site facts with /proc's bonding folder, as a real site would have them.
-SITE_VARS = {"provision_storage": {**yaml.safe_load((paths.ROOT / "provision/sim/site.yml").read_text())["provision_storage"],
-                                   "bonding_dir": "/proc/net/bonding"}}
+SIM_SITE = yaml.safe_load((paths.ROOT / "provision/sim/site.yml").read_text())
+SITE_VARS = {"provision_storage": {**SIM_SITE["provision_storage"], "bonding_dir": "/proc/net/bonding"}}
 H100 = profiles.for_host("h100-sxm5-80g-ndr", SITE_VARS, "node07")
 KEYS = {gpu_stress: ("gpu_burn", "dcgmi"), storage: ("bond", "fio"), stack: ("driver", "cuda", "packages")}
 
@@ -188,7 +188,8 @@ def test_steps_are_argv_lists_from_the_profile():
     assert gpu_stress.CHECK.steps(A100_FP64, Host())[0].argv == ["gpu_burn", "-d", "60"]
     bond, fio = storage.CHECK.steps(H100, Host())
     assert bond.argv == ["cat", "/proc/net/bonding/bond0"]
-    sim_site = profiles.for_host("h100-sxm5-80g-ndr", yaml.safe_load((paths.ROOT / "provision/sim/site.yml").read_text()), "n")
+    site = yaml.safe_load((paths.ROOT / "provision/sim/site.yml").read_text())
+    sim_site = profiles.for_host("h100-sxm5-80g-ndr", site, "n")
     assert storage.CHECK.steps(sim_site, Host())[0].argv == ["cat", "/var/lib/provision-sim/net/bonding/bond0"]
     assert {"--directory=/mnt/checkpoint", "--bs=1M", "--iodepth=64", "--size=4G", "--direct=1",
             "--output-format=json"} <= set(fio.argv)

@@ -19,7 +19,8 @@ H100 = profiles.load("h100-sxm5-80g-ndr")
 # (check, capture, step key, outcome, text the message must contain)
 CASES = [
     ("gpu_health", "gpu_health/sim_h100_healthy.txt", "", Outcome.PASS, "temp_C"),
-    ("gpu_health", "gpu_health/sim_h100_remap_pending.txt", "", Outcome.FAIL, "GPU3 00000000:5D:00.0: remapped_rows_pending"),
+    ("gpu_health", "gpu_health/sim_h100_remap_pending.txt", "", Outcome.FAIL,
+     "GPU3 00000000:5D:00.0: remapped_rows_pending"),
     ("gpu_health", "gpu_health/sim_h100_xid79.txt", "", Outcome.FAIL, "gpu_count = 7, expected 8"),
     ("gpu_health", "gpu_health/sim_h100_hw_slowdown.txt", "", Outcome.FAIL,
      "GPU5 00000000:BB:00.0: clocks_event_reasons_hw = ['hw_power_brake_slowdown', 'hw_slowdown']"),
@@ -29,7 +30,8 @@ CASES = [
     ("xid", "samples/dmesg_xid48_63_94_dbe_chain.txt", "", Outcome.FAIL, "XID_48"),
     ("xid", "samples/dmesg_xid79_fallen_off_bus_smi_unknown_error.txt", "", Outcome.FAIL, "XID_79"),
     ("ib_ports", "ib_ports/sim_h100_healthy.txt", "", Outcome.PASS, "ib_port_count = 8"),
-    ("ib_ports", "ib_ports/sim_h100_hca_200.txt", "", Outcome.FAIL, "mlx5_3 port 1: rate_Gbps = 200 Gb/s, expected 400"),
+    ("ib_ports", "ib_ports/sim_h100_hca_200.txt", "", Outcome.FAIL,
+     "mlx5_3 port 1: rate_Gbps = 200 Gb/s, expected 400"),
     # Real DGX: its 8 NDR ports are healthy; the Down ports are Ethernet and not judged.
     ("ib_ports", "samples/ibstat_h100_mixed_down_ports.txt", "", Outcome.PASS, "ib_port_count = 8"),
     ("ib_write_bw", "ib_write_bw/sim_h100_healthy.txt", "mlx5_5", Outcome.PASS, "mlx5_5: bw_avg_Gbps"),

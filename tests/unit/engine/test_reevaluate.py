@@ -25,7 +25,8 @@ def make_run(tmp_path: Path, overrides=None) -> Path:
     variables = {"provision_reference_overrides": overrides} if overrides else {}
     profile = profiles.for_host(PROFILE, variables, "n1")
     results = []
-    for check, key, rel in (("nccl_allreduce", "", "nccl_allreduce.txt"), ("ib_write_bw", "mlx5_5", "ib_write_bw.mlx5_5.txt")):
+    cases = (("nccl_allreduce", "", "nccl_allreduce.txt"), ("ib_write_bw", "mlx5_5", "ib_write_bw.mlx5_5.txt"))
+    for check, key, rel in cases:
         result = verdict(registry()[check], ("n1",), Scope.NODE, profile, {key: (raw / rel).read_text()})
         result.raw, result.duration_s = [RawOutput(key, "n1", f"raw/n1/{rel}")], 1.5
         results.append(result)
@@ -71,7 +72,8 @@ def test_evaluate_against_another_profile_and_missing_raw(tmp_path):
     assert proc.returncode == 2 and "no such hardware profile" in proc.stderr
     (run / "raw/n1/nccl_allreduce.txt").unlink()
     proc = evaluate(run)
-    assert proc.returncode == 2 and "nccl_allreduce on n1: raw output raw/n1/nccl_allreduce.txt is missing" in proc.stderr
+    assert proc.returncode == 2
+    assert "nccl_allreduce on n1: raw output raw/n1/nccl_allreduce.txt is missing" in proc.stderr
     proc = evaluate(tmp_path / "nowhere")
     assert proc.returncode == 2 and "not a readable run report" in proc.stderr
 

@@ -61,7 +61,8 @@ print("sent hello")
 
 
 def steps(profile, pair):
-    return [Step("tcp", ["python3", "-c", CLIENT.replace("PORT", "{port}")], server=["python3", "-c", SERVER.replace("PORT", "{port}")],
+    client, server = CLIENT.replace("PORT", "{port}"), SERVER.replace("PORT", "{port}")
+    return [Step("tcp", ["python3", "-c", client], server=["python3", "-c", server],
                  ready=Ready(line="listening", port={port}), on=1, server_on=0)]
 
 
@@ -117,7 +118,8 @@ def test_a_check_from_a_temporary_module_runs_and_reports(tmp_path, monkeypatch)
     assert (rundir.path / pair["raw"][0]["server"]).read_text() == "listening\ngot hello\n"
     assert report["verdicts"] == {"n1": "pass", "n2": "pass"}
 
-    cases = {c.get("classname") + "/" + c.get("name") for c in ET.parse(rundir.junit / "all.xml").getroot().iter("testcase")}
+    root = ET.parse(rundir.junit / "all.xml").getroot()
+    cases = {c.get("classname") + "/" + c.get("name") for c in root.iter("testcase")}
     assert {"burnin.site_probe/site_probe", "burnin.site_pair/site_pair[n1+n2]"} <= cases
     text = summary.render(run)
     assert "site_probe" in text and "site_pair [n1+n2]: ok" in text
@@ -150,3 +152,15 @@ def test_an_unreachable_host_errors_and_keeps_the_others(tmp_path, monkeypatch):
                              progress=lambda _: None)
     assert run.verdicts() == {"n1": "pass", "n2": "error"}
     assert "connection refused" in run.results[1].message and run.results[1].run_error
+
+
+def test_a_broken_site_module_is_one_line_of_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "broken.py").write_text("CHECK = (\n")
+    proc = subprocess.run([sys.executable, "-m", "provision", "checks"], capture_output=True, text=True,
+                          env={**__import__("os").environ, checks.CHECK_PATH_ENV: str(tmp_path)})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"provision: error: {tmp_path}/broken.py: cannot load this check module")
+    assert "Traceback" not in proc.stderr

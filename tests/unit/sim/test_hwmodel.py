@@ -18,7 +18,7 @@ def test_model_follows_profile(profile):
     assert gpu["model"] == profile["gpu"]["model"]
     assert gpu["memory_total_MiB"] == profile["gpu"]["memory_total_MiB"]
     assert gpu["pcie"]["gen_max"] == 5 and gpu["pcie"]["width_current"] == 16
-    assert len(gpu["nvlink"]["links"]) == 18 and all(l["active"] for l in gpu["nvlink"]["links"])
+    assert len(gpu["nvlink"]["links"]) == 18 and all(link["active"] for link in gpu["nvlink"]["links"])
     assert gpu["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False}
     assert re.fullmatch(r"00000000:[0-9A-F]{2}:00\.0", gpu["bus_id"])
     assert re.fullmatch(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", gpu["uuid"])

@@ -19,7 +19,7 @@ def test_ibstat(sim):
     assert status == 0 and len(blocks) == 8
     assert "\t\tRate: 200\n" in blocks["mlx5_2"] and "\t\tRate: 400\n" in blocks["mlx5_0"]
     assert "\t\tState: Down\n\t\tPhysical state: Disabled\n" in blocks["mlx5_5"]
-    assert f"\tFirmware version: 28.39.1002\n" in blocks["mlx5_0"]
+    assert "\tFirmware version: 28.39.1002\n" in blocks["mlx5_0"]
     assert "\t\tLink layer: InfiniBand" in blocks["mlx5_0"]
     status, out, _ = sim.run(ibstat, ["mlx5_2"])
     assert out.startswith("CA 'mlx5_2'") and out.count("CA '") == 1

@@ -65,8 +65,9 @@ def test_smi_query(degraded, tool, argv):
     for parsed, gpu in zip(r["gpus"], degraded.model["gpus"], strict=True):
         assert parsed["bus_id"] == gpu["bus_id"] and parsed["temp_C"] == gpu["temp_C"]
         assert parsed["power_W"] == pytest.approx(gpu["power_W"])
-        assert (parsed["pcie_gen_current"], parsed["pcie_gen_max"]) == (gpu["pcie"]["gen_current"], gpu["pcie"]["gen_max"])
-        assert (parsed["width_current"], parsed["width_max"]) == (gpu["pcie"]["width_current"], gpu["pcie"]["width_max"])
+        pcie = gpu["pcie"]
+        assert (parsed["pcie_gen_current"], parsed["pcie_gen_max"]) == (pcie["gen_current"], pcie["gen_max"])
+        assert (parsed["width_current"], parsed["width_max"]) == (pcie["width_current"], pcie["width_max"])
         assert parsed["remapped_rows"] == gpu["remapped_rows"]
         assert parsed["ecc_uncorrected_volatile"] == gpu["ecc"]["volatile"]["dram_uncorrectable"]
         assert parsed["sram_uncorrected_volatile"] == gpu["ecc"]["volatile"]["sram_uncorrectable"]
@@ -88,8 +89,9 @@ def test_smi_topo_and_nvlink(degraded):
     assert r["nic_legend"] == {f"NIC{i}": f"mlx5_{i}" for i in range(8)}
     r = _parse(degraded, "nvidia-smi-nvlink", nvidia_smi, ["nvlink", "-s"])
     for parsed, gpu in zip(r["gpus"], degraded.model["gpus"], strict=True):
-        assert [l["active"] for l in parsed["links"]] == [l["active"] for l in gpu["nvlink"]["links"]]
-    assert r["gpus"][3]["links"][4]["speed_GBps"] is None and r["gpus"][3]["links"][3]["speed_GBps"] == 26.562  # the profile's NVLink4 speed as nvidia-smi reports it
+        assert [link["active"] for link in parsed["links"]] == [link["active"] for link in gpu["nvlink"]["links"]]
+    # 26.562: the profile's NVLink4 speed as nvidia-smi reports it
+    assert r["gpus"][3]["links"][4]["speed_GBps"] is None and r["gpus"][3]["links"][3]["speed_GBps"] == 26.562
 
 
 @pytest.mark.parametrize("tool,module,argv", [("ibstat", ibstat, []), ("ibstatus", ibstatus, []),

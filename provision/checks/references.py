@@ -1,0 +1,38 @@
+"""A profile's ``references`` checked against the checks that read them.
+
+Which checks exist, which of their metrics have references, in which unit and with which test
+parameters is declared by each check (``Check.metrics``, ``Check.params``), so a profile row is
+checked here rather than in the profile schema: adding a check never edits the schema. A row
+for an unknown check or metric, another unit, or params its check does not declare (or lacks)
+is refused with one line naming the profile file and the key path.
+"""
+from __future__ import annotations
+
+import jsonschema
+
+from provision.checks import registry
+from provision.errors import ProfileError
+from provision.profiles import schema
+
+
+def validate(profile) -> None:
+    """Raise ProfileError unless every reference row of ``profile`` fits its check's declaration."""
+    checks = registry()
+    where = profile.path
+    for check_id, rows in (profile.get("references") or {}).items():
+        check = checks.get(check_id)
+        if check is None:
+            raise ProfileError(f"{where}: references.{check_id}: no such check (known: {', '.join(checks)})")
+        for metric, row in (rows or {}).items():
+            key = f"references.{check_id}.{metric}"
+            if metric not in check.metrics:
+                raise ProfileError(f"{where}: {key}: {check_id} reports no such metric "
+                                   f"(known: {', '.join(check.metrics) or 'none'})")
+            if row.get("unit") != check.metrics[metric]:
+                raise ProfileError(f"{where}: {key}.unit: must be {check.metrics[metric]!r}, "
+                                   f"not {row.get('unit')!r}")
+            declared = check.params.get(metric, {"properties": {}})
+            errors = list(jsonschema.Draft202012Validator(
+                {"type": "object", "additionalProperties": False, **declared}).iter_errors(row.get("params") or {}))
+            if errors:
+                raise ProfileError(f"{where}: {schema.describe(errors[0], key + '.params')}")
