@@ -21,7 +21,6 @@ from provision import paths
 SIM_INVENTORY = paths.ROOT / "inventory" / "sim"
 DEFAULT_NODES = 4
 DEFAULT_PROFILE = "h100-sxm5-80g-ndr"
-COMMAND = "sim"  # the top-level command add_commands adds
 
 
 def ensure_running(path: Path, progress=print) -> None:

@@ -90,8 +90,3 @@ def _rpm_db(upper: Path, os_rpm: Path) -> None:
     if proc.returncode != 0:
         raise RunnerError(f"rpm could not record the Rocky base in {upper}: {proc.stderr.strip()[-200:]}")
 
-
-def rocky_base_spec(kernel: str) -> dict:
-    """The snapshot-style entry of the base rpm: it provides ROCKY_BASE."""
-    return {"name": "provision-sim-rocky9-os", "version": "9.4-1.el9", "arch": "noarch",
-            "provides": ROCKY_BASE, "kernel": kernel}

@@ -46,12 +46,6 @@ class Package:
         """The version without epoch and revision/release: ``3:550.127.05-1.el9`` -> ``550.127.05``."""
         return self.version.split(":", 1)[-1].rsplit("-", 1)[0]
 
-    @property
-    def revision(self) -> str:
-        """Debian revision or RPM release: ``550.127.05-0ubuntu1`` -> ``0ubuntu1``."""
-        rest = self.version.split(":", 1)[-1]
-        return rest.rsplit("-", 1)[1] if "-" in rest else ""
-
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -63,10 +57,6 @@ class Snapshot:
 
     def package(self, name: str) -> Package | None:
         return next((p for p in self.packages if p.name == name), None)
-
-    def shipping(self, path: str) -> Package | None:
-        """The package that ships ``path`` (e.g. ``/usr/bin/nvidia-smi``), if any."""
-        return next((p for p in self.packages if path in p.ships), None)
 
 
 def load(target: str, folder: Path | None = None) -> Snapshot:
@@ -89,13 +79,6 @@ def _package(entry: dict) -> Package:
                    depends=tuple(entry.get("depends") or ()), ships=tuple(entry.get("ships") or ()),
                    role=entry.get("role", ""), sources=tuple(entry.get("sources") or ()),
                    provides=tuple(entry.get("provides") or ()))
-
-
-def for_os(os_name: str, folder: Path | None = None) -> Snapshot:
-    """The snapshot of the repository a simulated node of ``os_name`` installs from."""
-    if os_name not in OS_TARGET:
-        raise ProvisionError(f"--os {os_name!r}: known: {', '.join(OS_TARGET)}")
-    return load(OS_TARGET[os_name], folder)
 
 
 DOCA_KEY = "GPG-KEY-Mellanox.pub"

@@ -25,8 +25,6 @@ import smi_topo  # noqa: E402
 
 # nvidia-smi's exit status when the driver is not loaded (nvidia-smi(1), RETURN VALUE 9).
 EXIT_NO_DRIVER = 9
-# nvidia-smi's exit status for an invalid argument (nvidia-smi(1), RETURN VALUE 2).
-EXIT_BAD_ARG = 2
 RULE = "+" + "-" * 89 + "+"
 GRID = "+" + "-" * 41 + "+" + "-" * 24 + "+" + "-" * 22 + "+"
 HEADER = [
