@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument("--run-id", help="name of the run folder under runs/")
         if name != "burnin":
             c.add_argument("--tags", help="Ansible tags to run")
+            c.add_argument("--retry-failed", metavar="RUN", help="only the hosts whose install did not end ok in "
+                           "that run (a run folder or id, e.g. latest)")
         if name != "install":
             c.add_argument("--checks", help="comma-separated check ids (default: all)")
     embedded.add_commands(sub)
@@ -79,7 +81,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
         return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
                         only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
-                        progress=lambda line: print(line, flush=True))
+                        retry_failed=getattr(args, "retry_failed", None), progress=lambda line: print(line, flush=True))
     if args.command == "evaluate":
         return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args))
     if args.command == "inventory":
@@ -121,6 +123,6 @@ def main(argv: list[str]) -> int:
             raise
         print(f"provision: internal error: {type(exc).__name__}: {exc} (run with --traceback)", file=sys.stderr)
         return int(ExitStatus.RUNNER)
-    except KeyboardInterrupt:
-        print("provision: interrupted; results gathered so far are in runs/latest", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: the run (if any) saved what it had
+        print("provision: interrupted", file=sys.stderr)
+        return int(ExitStatus.INTERRUPTED)

@@ -14,12 +14,16 @@ class ExitStatus(enum.IntEnum):
     OK: every node passed. NODE_FAILED: some node failed or errored.
     BAD_INPUT: bad usage or bad input (inventory, profile, tool output).
     RUNNER: the orchestration itself broke (ansible-runner, simulated rack).
+    INTERRUPTED, TERMINATED: stopped by SIGINT or SIGTERM (128 + the signal, as shells report
+    it), after writing the results gathered so far.
     """
 
     OK = 0
     NODE_FAILED = 1
     BAD_INPUT = 2
     RUNNER = 3
+    INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class ProvisionError(Exception):

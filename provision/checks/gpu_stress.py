@@ -45,7 +45,9 @@ from provision.parsers import parse_tool
 # is reported "Skip" at -r 3 on nodes without it (both real -r 3 samples).
 OPTIONAL = frozenset({"EUD Test"})
 DCGM_LEVEL = "3"
-_DCGMI_HEADER = re.compile(r"^\s*\|\s*Diagnostic\s*\|\s*Result\s*\|", re.M)
+# Blanks but not newlines ([^\S\n]): with re.M, a \s* after ^ would run from every line start
+# over all the empty lines after it, quadratic in the number of lines.
+_DCGMI_HEADER = re.compile(r"^[^\S\n]*\|[^\S\n]*Diagnostic[^\S\n]*\|[^\S\n]*Result[^\S\n]*\|", re.M)
 
 STEP_TOOLS = {"gpu_burn": "gpu-burn", "dcgmi": "dcgmi-diag"}  # step -> its tool
 

@@ -25,10 +25,11 @@ from provision.checks import faults
 from provision.checks.base import Check, Finding, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
-from provision.parsers import parse_tool
+from provision.parsers import parse_tool, to_int
 
 METRICS = {"h2d_GBps": "H2D_SLOW", "d2d_GBps": "D2D_SLOW"}  # metric -> fault
-_DEVICE = re.compile(r"^Device\s+(\d+):\s*.*\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)\s*$")
+# ``:.*\(``, not ``:\s*.*\(``: two adjacent quantifiers over blanks backtrack quadratically.
+_DEVICE = re.compile(r"^Device\s+(\d+):.*\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)\s*$")
 
 
 def _references(profile) -> dict:
@@ -50,7 +51,7 @@ def steps(profile, host) -> list[Step]:
 def parse(text: str) -> dict:
     """The nvbandwidth parse plus ``bus_ids``: {GPU index: bus id} from the "Device n:" header."""
     parsed = parse_tool("nvbandwidth", text)
-    parsed["bus_ids"] = {int(m.group(1)): m.group(2) for m in map(_DEVICE.match, text.splitlines()) if m}
+    parsed["bus_ids"] = {to_int(m.group(1), "device"): m.group(2) for m in map(_DEVICE.match, text.splitlines()) if m}
     return parsed
 
 

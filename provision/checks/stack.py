@@ -29,6 +29,7 @@ import re
 from provision.checks.base import Check, Finding, Step, require_tools
 from provision.checks.rules import expect
 from provision.errors import ParseError
+from provision.parsers import check_size
 
 _NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+), V(\S+)")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
@@ -76,6 +77,7 @@ def parse(text: str) -> dict:
     """One step's output: nvcc --version, nvidia-smi driver_version lines or dpkg-query / rpm -q lines."""
     if not text or not text.strip():
         raise ParseError("the output is empty")
+    check_size(text)
     if "Cuda compiler driver" in text or "Cuda compilation tools" in text:
         return _nvcc(text)
     rows = [r.strip() for r in text.splitlines() if r.strip()]

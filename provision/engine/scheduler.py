@@ -7,10 +7,12 @@ host, its client on another) run round by round, each round's pairs together.
 from __future__ import annotations
 
 import heapq
+import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable, Generic, Hashable, Sequence, TypeVar
 
+POLL_S = 0.2  # how often the loop looks at the stop request while jobs run
 J = TypeVar("J")
 R = TypeVar("R")
 
@@ -24,19 +26,31 @@ class Scheduler(Generic[J, R]):
     def __init__(self, execute: Callable[[J], R], hosts_of: Callable[[J], Sequence[Hashable]], workers: int):
         self.execute, self.hosts_of, self.workers = execute, hosts_of, max(1, workers)
 
-    def run(self, jobs: Sequence[J]) -> list[R]:
+    def run(self, jobs: Sequence[J], stop: threading.Event | None = None,
+            not_run: Callable[[J], R] | None = None, on_result: Callable[[R], None] | None = None) -> list[R]:
+        """Results in job order. Once ``stop`` is set no job starts; the running ones finish (they
+        are expected to notice the stop) and every job never started gets ``not_run(job)``.
+        ``on_result`` sees each result as its job finishes (from this thread)."""
         state: _State[J, R] = _State(jobs, self.hosts_of)
         running: dict[Future, int] = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             while True:
-                while len(running) < self.workers and (index := state.next_ready()) is not None:
+                while not (stop and stop.is_set()) and len(running) < self.workers \
+                        and (index := state.next_ready()) is not None:
                     running[pool.submit(self.execute, jobs[index])] = index
                 if not running:
                     break
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                done, _ = wait(running, timeout=POLL_S, return_when=FIRST_COMPLETED)
                 for future in done:
                     index = running.pop(future)
                     state.finish(index, future.result())
+                    if on_result:
+                        on_result(state.results[index])
+        for index in range(len(jobs)):
+            if index not in state.results and not_run is not None:
+                state.results[index] = not_run(jobs[index])
+                if on_result:
+                    on_result(state.results[index])
         return [state.results[i] for i in range(len(jobs))]
 
 

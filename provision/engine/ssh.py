@@ -3,7 +3,8 @@
 Host keys are checked against the inventory's known_hosts (``provision_known_hosts_file``,
 else ``~/.ssh/known_hosts``) with paramiko's RejectPolicy. Every command is an argv list,
 quoted with ``shlex.join`` for the remote shell, and wrapped in coreutils ``timeout`` so a
-hung tool is killed on the node too (exit 124), not only abandoned here.
+hung tool is killed on the node too (exit 124), not only abandoned here; the wrapper prints
+its PID first on stderr (removed from the result), so an interrupted run stops its tools.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from provision.errors import CommandError
 CONNECT_TIMEOUT_S = 15.0
 GRACE_S = 5.0  # time past the command's timeout before the channel itself is abandoned
 POLL_S = 0.01
+PID_MARK = "provision-pid "  # the first stderr line of every command: the PID of its timeout wrapper
 
 
 class SshTransport:
@@ -53,7 +55,10 @@ class SshConnection:
         return self.start(argv, timeout_s).wait()
 
     def start(self, argv: list[str], timeout_s: float) -> "SshProcess":
-        wrapped = ["timeout", "--kill-after=5", str(max(1, int(timeout_s))), *argv]
+        # sh prints the PID that `exec timeout` keeps, so that kill() can stop the tool on the node:
+        # GNU timeout passes the TERM it receives on to the command it runs (timeout(1)).
+        wrapped = ["sh", "-c", f'echo "{PID_MARK}$$" >&2; exec timeout --kill-after=5 {max(1, int(timeout_s))} "$@"',
+                   "provision", *argv]
         try:
             transport = self.client.get_transport()
             if transport is None or not transport.is_active():
@@ -63,7 +68,7 @@ class SshConnection:
             channel.exec_command(shlex.join(wrapped))
         except (paramiko.SSHException, OSError) as exc:
             raise CommandError(f"host {self.host.name}: could not start {argv[0]}: {exc}") from None
-        return SshProcess(channel, argv, timeout_s)
+        return SshProcess(self, channel, argv, timeout_s)
 
     def close(self) -> None:
         self.client.close()
@@ -72,8 +77,8 @@ class SshConnection:
 class SshProcess:
     """A command running on a channel; its output is buffered as it is read."""
 
-    def __init__(self, channel: paramiko.Channel, argv: list[str], timeout_s: float):
-        self.channel, self.argv = channel, argv
+    def __init__(self, conn: SshConnection, channel: paramiko.Channel, argv: list[str], timeout_s: float):
+        self.conn, self.channel, self.argv = conn, channel, argv
         self.started = time.monotonic()
         self.deadline = self.started + timeout_s + GRACE_S
         self.out, self.err = bytearray(), bytearray()
@@ -116,6 +121,24 @@ class SshProcess:
         self.channel.close()
         return self._result(124, True)
 
+    def kill(self) -> None:
+        """Send TERM to the command on the node (through its timeout wrapper) and stop waiting."""
+        self._drain()
+        pid = self._pid()
+        if pid:
+            try:
+                self.conn.start(["kill", "-TERM", pid], 10).wait()
+            except CommandError:
+                pass  # the connection is gone: the node-side timeout still ends the tool
+        self.channel.close()
+
+    def _pid(self) -> str:
+        first = bytes(self.err).split(b"\n", 1)[0].decode(errors="replace")
+        return first[len(PID_MARK):].strip() if first.startswith(PID_MARK) else ""
+
     def _result(self, rc: int, timed_out: bool) -> CommandResult:
-        return CommandResult(self.argv, rc, self.out.decode(errors="replace"), self.err.decode(errors="replace"),
+        err = self.err.decode(errors="replace")
+        if err.startswith(PID_MARK):
+            err = err.split("\n", 1)[1] if "\n" in err else ""
+        return CommandResult(self.argv, rc, self.out.decode(errors="replace"), err,
                              time.monotonic() - self.started, timed_out)

@@ -41,6 +41,10 @@ class Process(Protocol):
         """Stop waiting for it (its node-side timeout still kills it); the output read so far."""
         ...
 
+    def kill(self) -> None:
+        """Stop it on the node now (an interrupted run) and stop waiting for it."""
+        ...
+
 
 class Connection(Protocol):
     def run(self, argv: list[str], timeout_s: float) -> CommandResult:

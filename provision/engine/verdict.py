@@ -4,6 +4,8 @@ reference -> fail; else pass. This is the part a re-evaluation repeats from save
 """
 from __future__ import annotations
 
+import math
+
 from provision.checks import Check
 from provision.errors import ParseError, ProfileError
 from provision.results.model import CheckResult, Finding, Outcome, Scope, number
@@ -24,16 +26,24 @@ def verdict(check: Check, hosts: tuple[str, ...], scope: Scope, profile, texts: 
         return result(Outcome.ERROR, f"could not parse {check.tool} output: {exc}")
     except ProfileError as exc:  # judged against a profile that lacks a reference this check needs
         return result(Outcome.ERROR, str(exc))
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as exc:
         # A judge that trips over data it did not expect could not judge: an error, never a pass.
         return result(Outcome.ERROR, f"could not judge {check.tool} output ({type(exc).__name__}: {exc}); "
                                      "see the raw output")
     if not findings:  # nothing was judged (no step ran, or the output held no device): never a pass
         return result(Outcome.ERROR, f"{check.tool} output gave nothing to judge")
+    odd = [f for f in findings if not _finite(f.value)]
+    if odd:  # inf or nan compares as inside or outside any bound by accident: never judged
+        return result(Outcome.ERROR, f"{check.tool} output gave a non-finite value: "
+                                     + "; ".join(f"{f.device}: {f.metric} = {f.value}" for f in odd[:3]))
     failing = [f for f in findings if not f.ok]
     if failing:
         return result(Outcome.FAIL, "; ".join(f.describe() for f in failing), findings)
     return result(Outcome.PASS, pass_message(findings), findings)
+
+
+def _finite(value: object) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def pass_message(findings: list[Finding]) -> str:

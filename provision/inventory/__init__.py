@@ -6,6 +6,10 @@ templates each host's fields as Ansible does and collects every ``Problem`` (fil
 field); ``load`` is ``read`` that raises the first problem. A host without
 ``provision_profile`` is not a GPU node: it is listed (``profile`` None), never installed or
 burned in. Nothing here connects to a host.
+
+What is refused, and why, is in ``fields.py`` (names, profile, timeouts, host keys, connection)
+and ``aliases.py`` (YAML that expands without bound); a host that several sources define is
+merged as Ansible merges it and named in ``warnings`` (``_ansible.py``).
 """
 from __future__ import annotations
 

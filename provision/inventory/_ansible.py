@@ -6,6 +6,12 @@ turns Ansible's errors into one line. Two private ansible-core names are used, f
 only: ``Origin`` (the file and line a value came from) and ``DeferredWarningContext`` (to
 collect parse failures instead of letting Display print them). ansible-core is imported
 here, lazily, so that commands that read no inventory stay fast.
+
+Before Ansible reads anything, YAML whose aliases would expand without bound is refused
+(``aliases.py``). A host that more than one ``-i`` source defines is merged as Ansible merges
+it (groups joined, the later source's variables win), and named in a warning: layered
+inventories rely on the merge, but a second source silently changing a node's address or
+profile should not go unseen.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import re
 
 from provision import paths
 from provision.errors import InventoryError
+from provision.inventory import aliases
 
 # The same configuration the playbook runs get (provision/runner/ansible.py sets it there too).
 os.environ["ANSIBLE_CONFIG"] = str(paths.ROOT / "ansible.cfg")
@@ -50,17 +57,29 @@ class Session:
 
     def __init__(self, sources: list[str], vault_ids: tuple[str, ...] = (), password_files: tuple[str, ...] = ()):
         self.sources = sources
+        aliases.check(sources)
         self.loader = DataLoader()
         _set_vault_secrets(self.loader, vault_ids, password_files)
         self.parse_warnings = quiet()
         with self.parse_warnings:
             self.manager = InventoryManager(loader=self.loader, sources=sources)
         _raise_parse_failure(self.parse_warnings)
+        self.duplicates = self._defined_twice() if len(sources) > 1 else []
         self.variables = VariableManager(loader=self.loader, inventory=self.manager)
         HostVars(self.manager, self.variables, self.loader)  # makes `hostvars` defined in templates
 
     def warnings(self) -> list[str]:
-        return [" ".join(w.event.msg.split()) for w in self.parse_warnings.get_warnings()]
+        return [*(" ".join(w.event.msg.split()) for w in self.parse_warnings.get_warnings()), *self.duplicates]
+
+    def _defined_twice(self) -> list[str]:
+        """One warning per host that several sources define (each source read again on its own)."""
+        where: dict[str, list[str]] = {}
+        with quiet():
+            for source in self.sources:
+                for name in InventoryManager(loader=self.loader, sources=[source]).hosts:
+                    where.setdefault(name, []).append(source)
+        return [f"host {name} is defined in {len(found)} inventory sources ({', '.join(found)}): "
+                f"Ansible merges them, the last one's variables win" for name, found in where.items() if len(found) > 1]
 
     def select(self, limit: list[str] | None) -> tuple[list, list[str]]:
         """Hosts matching Ansible ``limit`` patterns (all when None), and the patterns that match nothing."""

@@ -1,13 +1,22 @@
 """One host's fields, templated as Ansible templates them, and checked before anything runs.
 
 ``build(session, ansible_host) -> Host`` raises ``Problem`` (file, host, field, text). A host
-without ``provision_profile`` is not a GPU node: it is built, not refused. A GPU node may not
-turn host key checking off: an ``ansible_host_key_checking`` that is false, or ssh args that
-disable strict checking or send known hosts to the null device, are refused (``WEAK_SSH``).
+without ``provision_profile`` is not a GPU node: it is built, not refused.
+
+Inventory values never become paths or code. Host and group names must be ``SAFE_NAME``
+(they name raw output files and JUnit suites); ``provision_profile`` is the name of a bundled
+profile, never a path; ``provision_check_timeouts`` maps check ids to positive finite seconds.
+
+A GPU node's host key is always checked. Refused: an ``ansible_host_key_checking`` (or the
+ssh or paramiko plugin's own variable) that is false; ssh args that disable strict checking,
+accept new keys unseen or send known hosts nowhere (``WEAK_SSH``); and any connection but
+OpenSSH (``CONNECTIONS``): ``local`` would run the roles, reboot handler included, on this
+machine, and paramiko's host key policy is its own, not OpenSSH's known_hosts with strict checking.
 """
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -21,9 +30,18 @@ ADDRESS = ("ansible_host", "ansible_ssh_host")
 PORT = ("ansible_port", "ansible_ssh_port")
 USER = ("ansible_user", "ansible_ssh_user")
 KEY_FILE = ("ansible_ssh_private_key_file", "ansible_private_key_file")
-HOST_KEY_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
-SSH_ARGS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args")
-WEAK_SSH = re.compile(r"StrictHostKeyChecking[= ]+(no|off)\b|UserKnownHostsFile[= ]+/dev/null", re.IGNORECASE)
+HOST_KEY_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking",
+                     "ansible_paramiko_host_key_checking")
+SSH_ARGS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args",
+            "ansible_sftp_extra_args", "ansible_scp_extra_args")
+# OpenSSH's values that do not refuse an unknown key (ssh_config(5): no, off, accept-new; its
+# parser also takes false), and known hosts files that hold nothing.
+WEAK_SSH = re.compile(r"StrictHostKeyChecking\s*[= ]\s*[\"']?(no|off|false|accept-new)\b|"
+                      r"UserKnownHostsFile\s*[= ]\s*[\"']?(/dev/null|none)\b", re.IGNORECASE)
+CONNECTIONS = ("ssh", "ansible.builtin.ssh", "smart")  # smart is ssh (ansible-core 2.19)
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")  # what DNS names and Ansible's groups need
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
 TEMPLATED = ("provision_reference_overrides", "provision_check_timeouts")
 
 
@@ -56,8 +74,9 @@ class Fields:
 
 def build(session: Session, ansible_host) -> Host:
     """The Host for one of Ansible's hosts. Raises Problem."""
-    f = Fields(session, ansible_host)
     name = ansible_host.name
+    _check_names(ansible_host)
+    f = Fields(session, ansible_host)
     field, address = f.get(ADDRESS, name)  # Ansible's default: the inventory name is the address
     if not isinstance(address, str) or not address:
         raise f.problem(field, f"field '{field}' must be a host name or address, got {address!r}")
@@ -69,7 +88,9 @@ def build(session: Session, ansible_host) -> Host:
     host_vars.update({k: f.get((k,))[1] for k in TEMPLATED if k in f.vars})
     if profile is not None:
         _check_overrides(f, profile, host_vars.get("provision_reference_overrides"))
+        _check_timeouts(f, host_vars.get("provision_check_timeouts"))
         _check_host_keys(f)
+        _check_connection(f)
     groups = tuple(sorted(g.name for g in ansible_host.get_groups() if g.name != "all"))
     return Host(name=name, address=address, port=int(port), user=str(f.get(USER, "root")[1]),
                 key_file=f.get(KEY_FILE)[1], known_hosts_file=f.get(("provision_known_hosts_file",))[1],
@@ -92,6 +113,9 @@ def _profile(f: Fields) -> str | None:
     field, name = f.get(("provision_profile",))
     if name is None or name == "":
         return None
+    if not isinstance(name, str) or not PROFILE_NAME.match(name) or name.endswith((".yaml", ".yml")):
+        raise f.problem(field, f"field '{field}' must be the name of a bundled profile, not a path "
+                               f"(known: {', '.join(profiles.names())}); got {name!r}")
     try:
         _profile_named(str(name))
     except ProfileError as exc:
@@ -124,6 +148,51 @@ def _check_host_keys(f: Fields) -> None:
         if weak:
             raise f.problem(field, f"field '{field}' turns host key checking off "
                                    f"({weak.group(0)}); a GPU node's host key is always checked")
+
+
+def _check_names(ansible_host) -> None:
+    """Host and group names: ``SAFE_NAME`` (names become file names; Ansible itself accepts '-' and '.'
+    in group names with a warning, and refuses little else in YAML)."""
+    name = ansible_host.name
+    rule = "letters, digits, '.', '_', '-', not starting with '.' or '-'"
+    if not SAFE_NAME.match(name):
+        raise Problem(_defined_in(ansible_host), ascii(name), "inventory_hostname",
+                      f"host name {ascii(name)} is not a safe name ({rule}): it names the host's files")
+    for group in ansible_host.get_groups():
+        if not SAFE_NAME.match(group.name):
+            raise Problem(_defined_in(ansible_host), name, "group_names",
+                          f"group name {ascii(group.name)} is not a safe name ({rule})")
+
+
+def _check_timeouts(f: Fields, timeouts) -> None:
+    """``provision_check_timeouts``: check id (snake_case) -> seconds, a positive finite number."""
+    field = "provision_check_timeouts"
+    if timeouts is None:
+        return
+    if not isinstance(timeouts, dict):
+        raise f.problem(field, f"field '{field}' must map check ids to seconds, got {type(timeouts).__name__}")
+    for check, seconds in timeouts.items():
+        if not CHECK_ID.match(check):
+            raise f.problem(field, f"field '{field}': {ascii(check)} is not a check id (snake_case)")
+        try:
+            value = float(seconds) if not isinstance(seconds, bool) else math.nan
+        except (TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:
+            raise f.problem(field, f"field '{field}': {check}: {seconds!r} is not a positive finite "
+                                   "number of seconds")
+
+
+def _check_connection(f: Fields) -> None:
+    field, connection = f.get(("ansible_connection",))
+    if connection is None or connection in CONNECTIONS:
+        return
+    why = {"local": "would run the roles, reboot handler included, on this machine, not on the node",
+           "paramiko": "paramiko's host key policy is not OpenSSH's strict checking against known_hosts"}
+    kind = "paramiko" if "paramiko" in str(connection) else str(connection).rsplit(".", 1)[-1]
+    raise f.problem(field, f"field '{field}' is {str(connection)!r}: "
+                           f"{why.get(kind, 'GPU nodes are installed and burned in over OpenSSH only')} "
+                           "(remove it, or set it to ssh)")
 
 
 def _defined_in(host) -> str:

@@ -7,6 +7,11 @@ parser (``_``-prefixed ones are shared helpers), and ``PARSERS`` maps each decla
 tool name to its parse function. Two modules claiming one name, or a parser module
 without ``TOOLS`` or ``parse``, is a ValueError at import. ``parse_tool`` is the one
 entry point that names the source file in its errors.
+
+A parser raises ParseError and nothing else on any text (tests/unit/hardening): numbers go
+through ``_util`` (finite, bounded, never negative where the quantity cannot be), patterns
+run in linear time, and ``parse_tool`` refuses a text over ``MAX_TEXT_CHARS`` or with a line
+over ``MAX_LINE_CHARS`` before any parser sees it (``check_size``, for the checks' own parsers).
 """
 from __future__ import annotations
 
@@ -16,6 +21,9 @@ from types import ModuleType
 from typing import Any, Callable
 
 from provision.errors import ParseError
+from provision.parsers._util import MAX_LINE_CHARS, MAX_TEXT_CHARS, check_size, to_int
+
+__all__ = ["MAX_LINE_CHARS", "MAX_TEXT_CHARS", "PARSERS", "Parser", "check_size", "parse_tool", "to_int"]
 
 Parser = Callable[[str], dict[str, Any]]
 
@@ -61,6 +69,7 @@ def parse_tool(tool: str, text: str, source: str = "<text>") -> dict[str, Any]:
     if parser is None:
         raise ParseError(f"{source}: unknown tool {tool!r}; known tools: {', '.join(sorted(PARSERS))}")
     try:
+        check_size(text)
         return parser(text)
     except ParseError as error:
         message = " ".join(str(error).split())

@@ -8,21 +8,30 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import lines, num
+from provision.parsers._util import lines, non_negative, num, to_float, to_int
 
-JOB = re.compile(r"^(\S[^:]*): \(groupid=\d+, jobs=(\d+)\): err=\s*(-?\d+)", re.MULTILINE)
-GROUP = re.compile(r"^(\S[^:]*): \(g=\d+\): rw=(\w+), bs=(.*?), ioengine=(\w+), iodepth=(\d+)",
+# [^:\n]: a job name never spans lines; [^:]* would run from every line start to the end of the
+# text, quadratic in the number of lines.
+JOB = re.compile(r"^(\S[^:\n]*): \(groupid=\d+, jobs=(\d+)\): err=\s*(-?\d+)", re.MULTILINE)
+GROUP = re.compile(r"^(\S[^:\n]*): \(g=\d+\): rw=(\w+), bs=(.*?), ioengine=(\w+), iodepth=(\d+)",
                    re.MULTILINE)
 _DIRECTION = re.compile(r"^\s+(read|write|trim)\s*:\s*(.*)$")
 _STAT = re.compile(r"^\s+(clat|lat) \((nsec|usec|msec)\):\s*min=\s*([\d.]+k?),\s*max=\s*([\d.]+k?),"
                    r"\s*avg=\s*([\d.]+)")
 _PERCENTILES = re.compile(r"^\s+(clat|lat) percentiles \((nsec|usec|msec)\):")
 _BW = re.compile(r"(?:BW|bw)=\s*([\d.]+)\s*([KMGk]i?B/s|B/s)(?:\s*\(([\d.]+)\s*([KMGk]i?B/s|B/s)\))?")
-_IO = re.compile(r"\(([\d.]+[KMGT]i?B)/(\d+)msec\)|io=\s*([\d.]+[KMGT]i?B).*?runt=\s*(\d+)msec")
+# fio 3 "(711GiB/120007msec)"; fio 2 "io=7168.0MB, ..., runt= 1234msec", searched in two steps (one
+# pattern with ``.*?runt=`` is quadratic on a line of repeated "io=1KB").
+_IO = re.compile(r"\(([\d.]+[KMGT]i?B)/(\d+)msec\)")
+_IO2 = re.compile(r"io=\s*([\d.]+[KMGT]i?B)")
+_RUNT = re.compile(r"runt=\s*(\d+)msec")
+# (?<![\d.]): a percentile starts where a number starts, so a long digit run is scanned once.
+_PERCENTILE = re.compile(r"(?<![\d.])([\d.]+)th=\[\s*(\d+)\]")
 # fio 2 prints "KB/s" for KiB/s; fio 3 prints "kB/s", "MB/s", "GB/s" for decimal units.
 _TO_MIB = {"B/s": 2**-20, "KiB/s": 2**-10, "MiB/s": 1, "GiB/s": 2**10, "KB/s": 2**-10,
            "kB/s": 1e3 / 2**20, "MB/s": 1e6 / 2**20, "GB/s": 1e9 / 2**20}
 _DECIMAL = {"kB/s", "MB/s", "GB/s"}
+_DISK = re.compile(r"^\s+(\S+): ios=.*util=([\d.]+)%")
 _TO_USEC = {"nsec": 1e-3, "usec": 1.0, "msec": 1e3}
 
 
@@ -69,8 +78,8 @@ def _new_job(match: re.Match, definition: tuple | None) -> dict:
     """A job record from its result line and its "(g=0): rw=..." definition line."""
     rw, bs, engine, depth = definition or (None, None, None, None)
     return {"name": match.group(1), "rw": rw, "bs": _block_size(bs, rw), "ioengine": engine,
-            "iodepth": int(depth) if depth else None, "numjobs": int(match.group(2)),
-            "err": int(match.group(3)),
+            "iodepth": to_int(depth, "iodepth") if depth else None, "numjobs": to_int(match.group(2), "jobs"),
+            "err": to_int(match.group(3), "err"),
             "write_bw_MiBps": None, "write_iops": None, "read_bw_MiBps": None, "read_iops": None}
 
 
@@ -87,9 +96,9 @@ def _block_size(bs: str | None, rw: str | None) -> str | None:
 
 def _direction(name: str, text: str) -> dict:
     """Bandwidth, IOPS, I/O size and runtime of one direction line."""
-    bw, io = _BW.search(text), _IO.search(text)
+    bw, (io, runtime) = _BW.search(text), _io(text)
     iops = re.search(r"(?:IOPS|iops)=\s*([\d.]+)([kM]?)", text)
-    values = [(float(bw.group(i)), bw.group(i + 1)) for i in (1, 3) if bw and bw.group(i)]
+    values = [(to_float(bw.group(i), f"{name} bandwidth"), bw.group(i + 1)) for i in (1, 3) if bw and bw.group(i)]
     mib = [v * _TO_MIB[u] for v, u in values if u not in _DECIMAL]
     mb = [v * _TO_MIB[u] * 2**20 / 1e6 for v, u in values if u in _DECIMAL]
     if not mib and mb:
@@ -98,17 +107,29 @@ def _direction(name: str, text: str) -> dict:
     return {
         f"{name}_bw_MiBps": num(str(round(mib[0], 3))) if mib else None,
         f"{name}_bw_MBps": num(str(round(mb[0], 3))) if mb else None,
-        f"{name}_iops": num(str(round(float(iops.group(1)) * scale[iops.group(2)], 3))) if iops else None,
-        f"{name}_io": (io.group(1) or io.group(3)) if io else None,
-        f"{name}_runtime_ms": int(io.group(2) or io.group(4)) if io else None,
+        f"{name}_iops": num(str(round(to_float(iops.group(1), f"{name} IOPS") * scale[iops.group(2)], 3)))
+        if iops else None,
+        f"{name}_io": io,
+        f"{name}_runtime_ms": to_int(runtime, f"{name} runtime") if runtime else None,
     }
+
+
+def _io(text: str) -> tuple[str | None, str | None]:
+    """I/O size and runtime (ms) of a direction line, fio 3 or fio 2 style."""
+    fio3 = _IO.search(text)
+    if fio3:
+        return fio3.group(1), fio3.group(2)
+    fio2 = _IO2.search(text)
+    runt = _RUNT.search(text, fio2.end()) if fio2 else None
+    return (fio2.group(1), runt.group(1)) if fio2 and runt else (None, None)
 
 
 def _clat(job: dict, direction: str, stat: re.Match) -> None:
     """Completion latency min/max/avg in usec."""
     scale = _TO_USEC[stat.group(2)]
     def value(text: str) -> float:
-        return float(text[:-1]) * 1e3 if text.endswith("k") else float(text)
+        number = to_float(text.removesuffix("k"), f"{direction} clat")
+        return number * 1e3 if text.endswith("k") else number
     for key, index in (("min", 3), ("max", 4), ("avg", 5)):
         job[f"{direction}_clat_{key}_usec"] = num(str(round(value(stat.group(index)) * scale, 3)))
 
@@ -122,8 +143,8 @@ def _percentile_row(job: dict, state: dict, row: str) -> None:
     kind, to_ms = state["percentiles"]
     direction = state["direction"]
     table = job.setdefault(f"{direction}_{kind}_percentiles_ms", {})
-    for pct, value in re.findall(r"([\d.]+)th=\[\s*(\d+)\]", row):
-        table[pct] = num(str(round(int(value) * to_ms, 6)))
+    for pct, value in _PERCENTILE.findall(row):
+        table[pct] = num(str(round(to_int(value, f"{kind} percentile") * to_ms, 6)))
     if "99.00" in table and (kind == "clat" or f"{direction}_clat_percentiles_ms" not in job):
         job[f"{direction}_lat_p99_ms"] = table["99.00"]
 
@@ -132,7 +153,8 @@ def _disks(rows: list[str]) -> list[dict]:
     """Disk stats lines: device name and utilisation %."""
     disks = []
     for row in rows:
-        match = re.match(r"^\s+(\S+): ios=.*util=([\d.]+)%", row)
+        match = _DISK.match(row)
         if match:
-            disks.append({"name": match.group(1), "util_pct": float(match.group(2))})
+            disks.append({"name": match.group(1),
+                          "util_pct": non_negative(to_float(match.group(2), "disk util"), "disk util", "%")})
     return disks

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from provision.parsers._util import num, yes_no
+from provision.parsers._util import non_negative, num, temperature, yes_no
 
 Getter = Callable[..., "str | None"]
 number = num
@@ -107,6 +107,26 @@ def retired_pages(get: Getter, base: str, names: dict) -> dict | None:
               "double_bit": num(get(base, *names["double_bit"])),
               "pending": retired_pending(get, base, names)}
     return None if all(v is None for v in record.values()) else record
+
+
+# Contract keys that are counts, link facts or power: never negative.
+NOT_NEGATIVE = ("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate", "sram_uncorrected_volatile",
+                "sram_uncorrected_aggregate", "power_W", "pcie_gen_current", "pcie_gen_max", "width_current",
+                "width_max", "pcie_replays")
+
+
+def checked(gpu: dict) -> dict:
+    """``gpu`` unless a value is impossible (ParseError): a temperature outside ``TEMP_RANGE_C``,
+    a negative counter, link generation, width or power."""
+    where = f"GPU {str(gpu.get('bus_id'))[:24]}"
+    temperature(gpu.get("temp_C"), f"{where} temperature")
+    for key in NOT_NEGATIVE:
+        non_negative(gpu.get(key), f"{where} {key}")
+    for part in ("remapped_rows", "retired_pages"):
+        for key, value in (gpu.get(part) or {}).items():
+            if not isinstance(value, bool):
+                non_negative(value, f"{where} {part}.{key}")
+    return gpu
 
 
 def complete(gpus: list[dict], attached: int | None, last_closed: bool) -> bool:

@@ -1,14 +1,36 @@
-"""Small helpers shared by the tool-output parsers: numbers, "N/A", lines.
+"""Small helpers shared by the tool-output parsers: numbers, "N/A", lines, input bounds.
 
 Every helper is pure. ``num`` and friends return ``None`` for the placeholders
 the NVIDIA and Mellanox tools print where they have no value ("N/A",
 "[N/A]", "Unknown", "[Not Supported]", "-", "ERR!"), never 0.
+
+Numbers read from tool output are finite or the parse fails: a token that is
+longer than ``MAX_NUMBER_CHARS`` or overflows a float ("1e400") raises ParseError
+rather than becoming infinity (which would pass a lower bound and make report.json
+invalid JSON) or a ValueError (Python's int() refuses more than 4300 digits).
+``to_int``/``to_float`` convert a token the caller's pattern already matched;
+``in_range``, ``non_negative`` and ``temperature`` refuse physically impossible
+values. ``check_size`` bounds the text a parser is handed.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from provision.errors import ParseError
+
+# The largest saved output parse_tool reads (a week of `journalctl -k` on a busy node is a few
+# MiB) and the longest line: the kernel's printk records are at most 1 KiB (LOG_LINE_MAX in
+# kernel/printk/printk.c) and the widest tables (`nvidia-smi topo -m` on 72 GPUs) a few hundred
+# characters, so a longer line is not a tool's output.
+MAX_TEXT_CHARS = 64 * 2**20
+MAX_LINE_CHARS = 64 * 2**10
+# The longest number any supported tool prints is a byte count (fio's io_bytes: 20 digits).
+MAX_NUMBER_CHARS = 64
+# GPU temperatures a sensor can report: silicon operating ranges in NVIDIA's data-centre GPU
+# datasheets are 0 to about 105 C (slowdown and shutdown near 90-105 C); readings outside
+# -50..150 C are a broken sensor or corrupt output, never a temperature to judge.
+TEMP_RANGE_C = (-50.0, 150.0)
 
 _MISSING = {"", "n/a", "[n/a]", "na", "none", "unknown", "[unknown]", "[not supported]",
             "not supported", "-", "--", "err!", "[err!]", "<unknown>"}
@@ -33,8 +55,80 @@ def num(text: str | None) -> int | float | None:
         return None
     token = match.group(0)
     if re.fullmatch(r"[-+]?\d+", token):
+        return to_int(token)
+    return to_float(token)
+
+
+def to_int(token: str, what: str = "number") -> int:
+    """``int(token)`` for a token a pattern matched as digits; ParseError if it is not one or too long."""
+    if len(token) > MAX_NUMBER_CHARS:
+        raise ParseError(f"{what} {_show(token)} is longer than {MAX_NUMBER_CHARS} characters")
+    try:
         return int(token)
-    return float(token)
+    except ValueError:
+        raise ParseError(f"{what} {_show(token)} is not an integer") from None
+
+
+def to_float(token: str, what: str = "number") -> float:
+    """``float(token)``, finite; ParseError for "1.2.3", "inf", "nan", "1e400" or a token too long."""
+    if len(token) > MAX_NUMBER_CHARS:
+        raise ParseError(f"{what} {_show(token)} is longer than {MAX_NUMBER_CHARS} characters")
+    try:
+        value = float(token)
+    except ValueError:
+        raise ParseError(f"{what} {_show(token)} is not a number") from None
+    return finite(value, what)
+
+
+def finite(value: float, what: str = "number") -> float:
+    """``value`` unless it is infinite or NaN (ParseError naming ``what``)."""
+    if not math.isfinite(value):
+        raise ParseError(f"{what} is {value} (not a finite number)")
+    return value
+
+
+def in_range(value, low: float | None, high: float | None, what: str, unit: str = ""):
+    """``value`` (None passes through) unless it lies outside [low, high]: ParseError naming it."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        finite(value, what)
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'}"
+        raise ParseError(f"{what} {value:g}{unit and ' ' + unit} is outside {bounds}{unit and ' ' + unit}: "
+                         "not a reading a working tool prints")
+    return value
+
+
+def non_negative(value, what: str, unit: str = ""):
+    """``value`` (None passes) unless negative: bandwidths, rates and counts cannot be."""
+    return in_range(value, 0, None, what, unit)
+
+
+def temperature(value, what: str = "temperature"):
+    """A temperature in C (None passes) inside ``TEMP_RANGE_C``, else ParseError."""
+    return in_range(value, *TEMP_RANGE_C, what, "C")
+
+
+def check_size(text: str) -> None:
+    """ParseError when ``text`` is over ``MAX_TEXT_CHARS`` or has a line over ``MAX_LINE_CHARS``."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise ParseError(f"the text is {len(text)} characters, over the {MAX_TEXT_CHARS} a tool's output may have")
+    if len(text) > MAX_LINE_CHARS:
+        longest = max(map(len, lines(text)))
+        if longest > MAX_LINE_CHARS:
+            raise ParseError(f"a line is {longest} characters, over the {MAX_LINE_CHARS} a tool's output line "
+                             "may have")
+
+
+def _show(token: str) -> str:
+    """A token for an error message, cut to 20 characters."""
+    return repr(token if len(token) <= 20 else token[:20] + "...")
+
+
+def is_digits(token: str) -> bool:
+    """True for a token of ASCII digits ("²" is ``str.isdigit`` but not a number int() reads)."""
+    return token.isascii() and token.isdigit()
 
 
 def integer(text: str | None) -> int | None:

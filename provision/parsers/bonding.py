@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import clean, integer, lines, num, refuse, require_text
+from provision.parsers._util import clean, integer, lines, non_negative, num, refuse, require_text
 
 TOOL = "bonding"
 TOOLS = (TOOL,)
-_KEY = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
 
 
 def parse(text: str) -> dict:
@@ -41,9 +40,9 @@ def parse(text: str) -> dict:
         "mii_status": clean(bond.get("mii status")),
         "xmit_hash_policy": clean(bond.get("transmit hash policy")),
         "lacp_rate": clean(bond.get("lacp rate")),
-        "min_links": integer(bond.get("min links")),
+        "min_links": _count(bond.get("min links"), "Min links"),
         "active_slave": clean(bond.get("currently active slave")),
-        "active_aggregator_id": integer(aggregator.get("aggregator id")) if lacp else None,
+        "active_aggregator_id": _count(aggregator.get("aggregator id"), "Aggregator ID") if lacp else None,
         "active_aggregator": _aggregator(aggregator) if lacp and aggregator else None,
         "slaves": [_slave(s) for s in slaves],
     }
@@ -56,10 +55,10 @@ def _sections(rows: list[str]) -> tuple[dict, dict, list[dict]]:
     slaves: list[dict] = []
     target, sub = bond, ""
     for row in rows:
-        match = _KEY.match(row)
-        if not match:
+        pair = _pair(row)
+        if pair is None:
             continue
-        indent, key, value = match.group(1), match.group(2).lower(), match.group(3)
+        indent, key, value = pair
         if key == "slave interface":
             slaves.append({"name": value})
             target, sub = slaves[-1], ""
@@ -74,10 +73,30 @@ def _sections(rows: list[str]) -> tuple[dict, dict, list[dict]]:
     return bond, aggregator, slaves
 
 
+def _pair(row: str) -> tuple[str, str, str] | None:
+    """(indent, lower-case key, value) of a "key: value" line, else None.
+
+    String operations, not a regular expression: a pattern such as ``^(\\s*)([^:]+?)\\s*:``
+    backtracks cubically on a long line of spaces without a colon.
+    """
+    head, colon, value = row.partition(":")
+    key = head.strip()
+    if not colon or not key:
+        return None
+    return row[:len(row) - len(row.lstrip())], key.lower(), value.strip()
+
+
+def _count(text: str | None, what: str) -> int | None:
+    """A non-negative integer field (ids, counts, keys, port states); None when absent."""
+    return non_negative(integer(text), what)
+
+
 def _aggregator(raw: dict) -> dict:
     """The active aggregator's id, port count, keys and partner MAC."""
-    return {"id": integer(raw.get("aggregator id")), "ports": integer(raw.get("number of ports")),
-            "actor_key": integer(raw.get("actor key")), "partner_key": integer(raw.get("partner key")),
+    return {"id": _count(raw.get("aggregator id"), "Aggregator ID"),
+            "ports": _count(raw.get("number of ports"), "Number of ports"),
+            "actor_key": _count(raw.get("actor key"), "Actor Key"),
+            "partner_key": _count(raw.get("partner key"), "Partner Key"),
             "partner_mac": clean(raw.get("partner mac address"))}
 
 
@@ -86,12 +105,12 @@ def _slave(raw: dict) -> dict:
     return {
         "name": raw["name"],
         "mii_status": clean(raw.get("mii status")),
-        "speed_Mbps": num(raw.get("speed")),
+        "speed_Mbps": non_negative(num(raw.get("speed")), f"{raw['name']} Speed", "Mb/s"),
         "duplex": clean(raw.get("duplex")),
-        "link_failure_count": integer(raw.get("link failure count")),
-        "aggregator_id": integer(raw.get("aggregator id")),
+        "link_failure_count": _count(raw.get("link failure count"), f"{raw['name']} Link Failure Count"),
+        "aggregator_id": _count(raw.get("aggregator id"), f"{raw['name']} Aggregator ID"),
         "partner_mac": clean(raw.get("partner system mac address") or raw.get("partner mac address")),
-        "actor_port_state": integer(raw.get("actor port state")),
-        "partner_port_state": integer(raw.get("partner port state")),
+        "actor_port_state": _count(raw.get("actor port state"), f"{raw['name']} actor port state"),
+        "partner_port_state": _count(raw.get("partner port state"), f"{raw['name']} partner port state"),
         "permanent_hw_addr": clean(raw.get("permanent hw addr")),
     }

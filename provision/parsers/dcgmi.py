@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from provision.parsers._util import lines, refuse, require_text
+from provision.parsers._util import lines, refuse, require_text, to_float, to_int
 
 TOOL = "dcgmi-diag"
 TOOLS = (TOOL,)
@@ -105,13 +105,14 @@ def _join(chunks: list[str]) -> str:
 
 def _test(chunks: list[str], gpu_count: int | None) -> dict:
     """Status and GPU lists of one test from its (possibly split) result cells."""
-    parts: list[str] = []
+    pieces: list[list[str]] = []  # joined once at the end: += on a list item copies, quadratic in rows
     for chunk in chunks:
         text = chunk.strip()
-        if parts and not (_STATUS.match(text) or _PER_GPU.match(text)):
-            parts[-1] += chunk.rstrip()
+        if pieces and not (_STATUS.match(text) or _PER_GPU.match(text)):
+            pieces[-1].append(chunk.rstrip())
         else:
-            parts.append(text)
+            pieces.append([text])
+    parts = ["".join(p) for p in pieces]
     record: dict[str, Any] = {"status": None, "failed_gpus": [], "passed_gpus": [], "detail": "; ".join(parts),
               "warnings": [], "info": []}
     for part in parts:
@@ -127,7 +128,7 @@ def _apply(part: str, record: dict, gpu_count: int | None) -> None:
     status, scope = found
     if record["status"] is None or _RANK[status] > _RANK[record["status"]]:
         record["status"] = status
-    gpus = [int(g) for g in re.findall(r"\d+", scope)]
+    gpus = [to_int(g, "GPU index") for g in re.findall(r"\d+", scope)]
     if scope.strip() == "All" and gpu_count:
         gpus = list(range(gpu_count))
     if status in ("Fail", "Pass"):
@@ -148,7 +149,8 @@ def _metrics(info: str) -> dict:
     out: dict[str, dict[int, float]] = {}
     for name, pattern in _METRICS.items():
         for gpu, value in re.findall(pattern, info):
-            out.setdefault(name, {})[int(gpu)] = float(value) if "." in value else int(value)
+            out.setdefault(name, {})[to_int(gpu, "GPU index")] = to_float(value, name) if "." in value \
+                else to_int(value, name)
     return out
 
 

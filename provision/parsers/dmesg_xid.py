@@ -19,18 +19,19 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import lines, refuse, require_text
+from provision.parsers._util import lines, refuse, require_text, to_int
 
 TOOL = "dmesg-xid"
 TOOLS = (TOOL,)
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*?)\s*$")
+# Trailing blanks are stripped in code: a lazy ``(.*?)\s*$`` is quadratic on a long run of spaces.
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)$")
 _FALLEN = re.compile(r"NVRM: GPU (?:at PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})"
                      r"(?:\.\d)?: GPU has fallen off the bus")
 _KERNEL_LINE = re.compile(r"^\s*(?:\[\s*\d+\.\d+\]|\[\w{3} \w{3}\s+\d+ [\d:]+ \d{4}\]|"
                           r"\d{4}-\d\d-\d\dT\d\d:\d\d|\w{3}\s+\d+ \d\d:\d\d:\d\d \S+ kernel:)|NVRM:")
 _PREFIX = re.compile(r"^(?:pid='?[^,]*'?,\s*)?(?:name=[^,]*,\s*)?")
 _MODULE = re.compile(r"NVRM: loading NVIDIA UNIX \S+ Kernel Module\s+(\S+)")
-_SMI_ERROR = re.compile(r"(Unable to determine the device handle for GPU\S*: .*?)\s*$")
+_SMI_ERROR = re.compile(r"(Unable to determine the device handle for GPU\S*: .*)$")
 
 
 def parse(text: str) -> dict:
@@ -51,16 +52,15 @@ def parse(text: str) -> dict:
         "affected_pci": list(dict.fromkeys(_short_pci(x["pci"]) for x in xids)),
         "fallen_off_bus": list(dict.fromkeys(fallen)),
         "driver_version": module,
-        "nvidia_smi_errors": [m.group(1) for m in map(_SMI_ERROR.search, rows) if m],
+        "nvidia_smi_errors": [m.group(1).rstrip() for m in map(_SMI_ERROR.search, rows) if m],
     }
 
 
 def _xid(match: re.Match, row: str) -> dict:
     """One Xid event: number, PCI id as printed, message without pid/name."""
-    stamp = row[:match.start()].strip()
-    stamp = re.sub(r"\s*(?:kernel:\s*)?$", "", stamp)
-    return {"xid": int(match.group(2)), "pci": match.group(1),
-            "message": _PREFIX.sub("", match.group(3)), "timestamp": stamp or None}
+    stamp = row[:match.start()].strip().removesuffix("kernel:").rstrip()
+    return {"xid": to_int(match.group(2), "Xid"), "pci": match.group(1),
+            "message": _PREFIX.sub("", match.group(3).rstrip()), "timestamp": stamp or None}
 
 
 def _short_pci(pci: str) -> str:

@@ -18,50 +18,74 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import lines, refuse, require_text
+from provision.parsers._util import lines, refuse, require_text, temperature, to_float, to_int
 
 TOOL = "gpu-burn"
 TOOLS = (TOOL,)
-_PROGRESS = re.compile(r"proc'd:(?P<procd>.*?)errors:(?P<errors>.*?)temps:(?P<temps>.*)$")
 _VERDICT = re.compile(r"^\s*GPU\s+(\d+):\s*(OK|FAULTY)\s*$")
-_NAME = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:")
+_NAME = re.compile(r"^GPU\s+(\d+):(.*?)\(UUID:")
 # Lines gpu_burn prints before its first whole progress line (banner, device set-up, progress).
-_STARTED = re.compile(r"Burning for \d+ seconds|Initialized device \d+ with|\d+\.\d+%\s+proc'd: \d+ \(")
+# (?<!\d): a percentage starts where a number starts, so a long digit run is scanned once, not
+# once from each of its digits (quadratic).
+_STARTED = re.compile(r"Burning for \d+ seconds|Initialized device \d+ with|(?<!\d)\d+\.\d+%\s+proc'd: \d+ \(")
 _TESTED = re.compile(r"Tested\s+(\d+)\s+GPUs")
+_GFLOPS = re.compile(r"\(([\d.]+)\s*Gflop/s\)")
+_ERRORS = re.compile(r"(-?\d+)\s*(\(WARNING!\))?")
+_TEMPS = re.compile(r"(?<!\d)(\d+|N/A)\s*C?\b")
+# A node with more GPUs than this is not a node: "Tested 99999999999 GPUs" must not build
+# a list of that many records (NVL72 racks hold 72 GPUs in 18 trays of 4).
+MAX_GPUS = 1024
 
 
 def parse(text: str) -> dict:
     """Parse gpu_burn output into the contract's dict (see module doc)."""
     require_text(text, "gpu-burn")
     rows = lines(text)
-    progress = [m for m in map(_PROGRESS.search, rows) if m]
-    verdicts = {int(m.group(1)): m.group(2) for m in map(_VERDICT.match, rows) if m}
+    progress = [p for p in map(_progress, rows) if p]
+    verdicts = {to_int(m.group(1), "GPU index"): m.group(2) for m in map(_VERDICT.match, rows) if m}
     if not progress and not verdicts and _STARTED.search(text):
         # gpu_burn started (banner or a progress line cut before "temps:") but was cut off
         return {"tool": TOOL, "complete": False, "completed": False, "gpu_count": None, "gpus": [], "faulty_gpus": []}
     if not progress and not verdicts:
         raise refuse("gpu-burn", "no \"proc'd: ... errors: ... temps:\" progress line and no "
                      "'GPU n: OK|FAULTY' verdict")
-    names = {int(m.group(1)): m.group(2) for m in map(_NAME.match, rows) if m}
-    last = _last_whole([_values(m) for m in progress])
-    tested = next((int(m.group(1)) for m in map(_TESTED.search, rows) if m), None)
+    names = {to_int(m.group(1), "GPU index"): m.group(2).strip() for m in map(_NAME.match, rows) if m}
+    last = _last_whole([_values(p) for p in progress])
+    tested = next((to_int(m.group(1), "tested GPUs") for m in map(_TESTED.search, rows) if m), None)
     count = max(len(last[0]), len(verdicts), tested or 0)
+    if count > MAX_GPUS:
+        raise refuse("gpu-burn", f"{count} GPUs, more than the {MAX_GPUS} a node can hold")
     gpus = [_gpu(i, last, verdicts, names) for i in range(count)]
     done = bool(verdicts) and (tested is None or len(verdicts) == tested)
     return {"tool": TOOL, "complete": done, "completed": done, "gpu_count": tested or count or None,
             "gpus": gpus, "faulty_gpus": [i for i, v in sorted(verdicts.items()) if v == "FAULTY"]}
 
 
-def _values(match: re.Match) -> tuple[list, list, list, list]:
+def _progress(row: str) -> dict[str, str] | None:
+    """The "proc'd:", "errors:" and "temps:" parts of a progress line, else None.
+
+    Found with str.find, not ``proc'd:(.*?)errors:(.*?)temps:(.*)``, whose chained lazy groups
+    backtrack quadratically on a long line with many "errors:" and no "temps:".
+    """
+    procd = row.find("proc'd:")
+    errors = row.find("errors:", procd + 7) if procd >= 0 else -1
+    temps = row.find("temps:", errors + 7) if errors >= 0 else -1
+    if temps < 0:
+        return None
+    return {"procd": row[procd + 7:errors], "errors": row[errors + 7:temps], "temps": row[temps + 6:]}
+
+
+def _values(parts: dict[str, str]) -> tuple[list, list, list, list]:
     """Gflop/s, errors, WARNING flags and temperatures from one progress line."""
-    gflops: list[float | None] = [float(g) for g in re.findall(r"\(([\d.]+)\s*Gflop/s\)", match.group("procd"))]
+    gflops: list[float | None] = [to_float(g, "Gflop/s") for g in _GFLOPS.findall(parts["procd"])]
     if not gflops:
-        gflops = [None] * len(re.findall(r"\d+", match.group("procd")))
+        gflops = [None] * len(re.findall(r"\d+", parts["procd"]))
     errors, warned = [], []
-    for value, warning in re.findall(r"(-?\d+)\s*(\(WARNING!\))?", match.group("errors")):
-        errors.append(int(value))
+    for value, warning in _ERRORS.findall(parts["errors"]):
+        errors.append(to_int(value, "error count"))
         warned.append(bool(warning))
-    temps = [None if t == "N/A" else int(t) for t in re.findall(r"(\d+|N/A)\s*C?\b", match.group("temps"))]
+    temps = [None if t == "N/A" else temperature(to_int(t, "temperature"), "GPU temperature")
+             for t in _TEMPS.findall(parts["temps"])]
     return gflops, errors, warned, temps
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import clean, lines, num, refuse, require_text
+from provision.parsers._util import clean, lines, non_negative, num, refuse, require_text, to_int
 
 TOOLS = ("ibstat", "ibstatus", "ibv_devinfo")  # one parser: the format is told by its header
 _STATES = {1: "Down", 2: "Initializing", 3: "Armed", 4: "Active", 5: "ActiveDefer"}
@@ -28,7 +28,6 @@ _CA = re.compile(r"^CA '([^']+)'")
 _IBSTATUS = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:")
 _HCA = re.compile(r"^hca_id:\s*(\S+)")
 _PORT = re.compile(r"^\s*(?:Port (\d+):|port:\s*(\d+))\s*$")
-_KEY = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
 
 
 def parse(text: str) -> dict:
@@ -41,9 +40,9 @@ def parse(text: str) -> dict:
         tool = _header(row, ca, ports) or tool
         port = _PORT.match(row)
         if port and ca and tool != "ibstatus":
-            ports.append(_new_port(ca, int(port.group(1) or port.group(2))))
-        elif ca and (pair := _KEY.match(row)):
-            key, value = pair.groups()
+            ports.append(_new_port(ca, to_int(port.group(1) or port.group(2), "port number")))
+        elif ca and (pair := _pair(row)):
+            key, value = pair
             (ports[-1] if ports and ports[-1]["ca"] == ca["name"] else ca)[key.lower()] = value
     if tool is None:
         raise refuse("ibstat/ibstatus/ibv_devinfo", "no \"CA '...'\", \"Infiniband device '...'\" "
@@ -62,9 +61,19 @@ def _header(row: str, ca: dict, ports: list[dict]) -> str | None:
             ca.clear()
             ca["name"] = match.group(1)
             if tool == "ibstatus":
-                ports.append(_new_port(ca, int(match.group(2))))
+                ports.append(_new_port(ca, to_int(match.group(2), "port number")))
             return tool
     return None
+
+
+def _pair(row: str) -> tuple[str, str] | None:
+    """(key, value) of a "key: value" line, both stripped; None without a colon or a key.
+
+    String operations: ``^\\s*([^:]+?)\\s*:`` backtracks cubically on a long line of blanks.
+    """
+    head, colon, value = row.partition(":")
+    key = head.strip()
+    return (key, value.strip()) if colon and key else None
 
 
 def _new_port(ca: dict, number: int) -> dict:
@@ -98,16 +107,16 @@ def _word(value: str | None, names: dict[int, str]) -> str | None:
         return None
     code = re.search(r"(?:^(\d+):|\((\d+)\))", value)
     if code:
-        return names.get(int(code.group(1) or code.group(2)), value)
+        return names.get(to_int(code.group(1) or code.group(2), "state code"), value)
     return value.strip()
 
 
 def _rate(raw: dict) -> int | float | None:
     """Gb/s from "Rate: 400", "rate: 200 Gb/sec (4X HDR)" or width x lane speed."""
     if raw.get("rate") is not None:
-        return num(raw["rate"])
+        return non_negative(num(raw["rate"]), f"{raw['ca']} port {raw['port']} rate", "Gb/s")
     width = re.match(r"(\d+)X", raw.get("active_width") or "")
-    speed = num(raw.get("active_speed"))
+    speed = non_negative(num(raw.get("active_speed")), f"{raw['ca']} port {raw['port']} active_speed", "Gb/s")
     if width and speed is not None:
-        return int(width.group(1)) * speed
+        return to_int(width.group(1), "active_width") * speed
     return None

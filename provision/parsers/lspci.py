@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import lines, refuse, require_text
+from provision.parsers._util import lines, refuse, require_text, to_float, to_int
 
 TOOL = "lspci"
 TOOLS = (TOOL,)
@@ -36,7 +36,7 @@ def parse(text: str) -> dict:
             if link.group(1) == "LnkCap" and "LnkCap" in current:
                 current = {"bdf": current["bdf"]}
             current[link.group(1)] = link.group(2)
-            if not any(block is current for block in blocks):
+            if not blocks or blocks[-1] is not current:  # a block is only ever the newest one
                 blocks.append(current)
     if not blocks:
         raise refuse("lspci -vv", "no 'LnkCap:' or 'LnkSta:' line")
@@ -61,10 +61,10 @@ def _device(block: dict) -> dict:
 def _speed(text: str) -> float | None:
     """Link speed in GT/s, None when "unknown"."""
     match = _SPEED.search(text)
-    return float(match.group(1)) if match and match.group(1) else None
+    return to_float(match.group(1), "link speed") if match and match.group(1) else None
 
 
 def _width(text: str) -> int | None:
     """Link width in lanes."""
     match = _WIDTH.search(text)
-    return int(match.group(1)) if match else None
+    return to_int(match.group(1), "link width") if match else None

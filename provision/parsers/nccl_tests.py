@@ -22,13 +22,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from provision.parsers._util import lines, num, refuse, require_text, strip_mpi_tag
+from provision.parsers._util import is_digits, lines, non_negative, num, refuse, require_text, strip_mpi_tag, to_int
 
 TOOL = "nccl-tests"
 TOOLS = (TOOL,)
 _NCCL_LOG = re.compile(r"\bNCCL (INFO|WARN)\b")
+# The GPU name's trailing blanks are stripped in code: ``(.*?)\s*$`` is quadratic on a run of spaces.
 _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)"
-                   r"\s+\[([^\]]*)\]\s+(.*?)\s*$")
+                   r"\s+\[([^\]]*)\]\s+(.*)$")
 _TYPE = re.compile(r"^(?:u?int\d*|half|float\d*|bfloat16|double|char|f8e\w+|fp8\w*)$")
 _ELEMENT_BYTES = {"int8": 1, "uint8": 1, "char": 1, "half": 2, "float16": 2, "bfloat16": 2,
                   "int32": 4, "uint32": 4, "int": 4, "float": 4, "float32": 4,
@@ -55,8 +56,8 @@ def _line(row: str, state: dict) -> None:
         if log.group(1) == "WARN":
             state["warnings"].append(row.strip())
         code = re.search(r"->\s*(\d+)", row)
-        if code and int(code.group(1)) not in state["error_codes"]:
-            state["error_codes"].append(int(code.group(1)))
+        if code and to_int(code.group(1), "NCCL error code") not in state["error_codes"]:
+            state["error_codes"].append(to_int(code.group(1), "NCCL error code"))
         return
     data = _data_row(row.split())
     if data:
@@ -70,15 +71,16 @@ def _header_line(row: str, state: dict) -> None:
     header = state["header"]
     rank = _RANK.search(row)
     if rank:
-        state["ranks"][int(rank.group(1))] = {"host": rank.group(2), "device": int(rank.group(3)),
-                                              "bus": rank.group(4), "name": rank.group(5)}
+        state["ranks"][to_int(rank.group(1), "rank")] = {
+            "host": rank.group(2), "device": to_int(rank.group(3), "device"), "bus": rank.group(4),
+            "name": rank.group(5).rstrip()}
     elif row.split()[:2] == ["size", "count"]:
         header["columns"] = row.split()
     elif row.startswith("Out of bounds values"):
         match = re.search(r":\s*(\d+)\s+(\w+)", row)
-        header["oob"] = (int(match.group(1)), match.group(2) == "FAILED") if match else None
+        header["oob"] = (to_int(match.group(1), "out of bounds values"), match.group(2) == "FAILED") if match else None
     elif row.startswith("Avg bus bandwidth"):
-        header["avg"] = num(row.split(":", 1)[1])
+        header["avg"] = non_negative(num(row.partition(":")[2]), "Avg bus bandwidth", "GB/s")
     else:
         _settings(row, header)
 
@@ -89,27 +91,27 @@ def _settings(row: str, header: dict) -> None:
                          ("validation", r"\bvalidation: (\d+)"), ("version", r"nccl-tests version (\S+)")):
         match = re.search(pattern, row)
         if match:
-            header[key] = match.group(1) if key == "version" else int(match.group(1))
+            header[key] = match.group(1) if key == "version" else to_int(match.group(1), key)
     command = re.search(r"\b([a-z_]+)_perf\b(.*)", row)
     if command and "collective" not in header:
         header["collective"] = command.group(1)
         for key, pattern in (("cmd_g", r"(?:-g|--ngpus)[\s=]*(\d+)"), ("cmd_t", r"(?:-t|--nthreads)[\s=]*(\d+)")):
             match = re.search(pattern, command.group(2))
             if match:
-                header[key] = int(match.group(1))
+                header[key] = to_int(match.group(1), key)
 
 
 def _data_row(tokens: list[str]) -> dict | None:
     """One result row, or None when the tokens are not one."""
-    if len(tokens) < 11 or not (tokens[0].isdigit() and tokens[1].isdigit() and _TYPE.match(tokens[2])):
+    if len(tokens) < 11 or not (is_digits(tokens[0]) and is_digits(tokens[1]) and _TYPE.match(tokens[2])):
         return None
     tail = tokens[-8:]
     if not all(num(t) is not None or t == "N/A" for t in tail):
         return None
     middle = tokens[3:-8]
     redop = next((t for t in middle if not re.fullmatch(r"-?\d+", t)), None)
-    root = next((int(t) for t in middle if re.fullmatch(r"-?\d+", t)), None)
-    return {"size_bytes": int(tokens[0]), "count": int(tokens[1]), "type": tokens[2],
+    root = next((to_int(t, "root") for t in middle if re.fullmatch(r"-?\d+", t)), None)
+    return {"size_bytes": to_int(tokens[0], "size"), "count": to_int(tokens[1], "count"), "type": tokens[2],
             "redop": redop, "root": root,
             "out_of_place": _half(tail[:4]), "in_place": _half(tail[4:])}
 
@@ -117,10 +119,12 @@ def _data_row(tokens: list[str]) -> dict | None:
 def _half(tokens: list[str]) -> dict:
     """time, algbw, busbw and the wrong count (or, old format, the max error)."""
     wrong = tokens[3]
-    record = {"time_us": num(tokens[0]), "algbw_GBps": num(tokens[1]), "busbw_GBps": num(tokens[2]),
-              "wrong": int(wrong) if wrong.isdigit() else None}
-    if not wrong.isdigit() and wrong != "N/A":
-        record["max_error"] = num(wrong)
+    record = {"time_us": non_negative(num(tokens[0]), "time", "us"),
+              "algbw_GBps": non_negative(num(tokens[1]), "algbw", "GB/s"),
+              "busbw_GBps": non_negative(num(tokens[2]), "busbw", "GB/s"),
+              "wrong": to_int(wrong, "#wrong") if is_digits(wrong) else None}
+    if not is_digits(wrong) and wrong != "N/A":
+        record["max_error"] = non_negative(num(wrong), "max error")
     return record
 
 

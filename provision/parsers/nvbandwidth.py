@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import lines, num, refuse, require_text
+from provision.parsers._util import finite, lines, non_negative, num, refuse, require_text, to_float, to_int
 
 TOOL = "nvbandwidth"
 TOOLS = (TOOL,)
@@ -36,7 +36,8 @@ def parse(text: str) -> dict:
     printed = any(t["sum_printed"] for t in tests)
     for test in tests:
         if test["sum_GBps"] is None and test["matrix"]:
-            test["sum_GBps"] = round(sum(v for r in test["matrix"].values() for v in r.values() if v), 2)
+            total = sum(v for r in test["matrix"].values() for v in r.values() if v)
+            test["sum_GBps"] = round(finite(total, f"{test['name']} sum"), 2)
     version = re.search(r"nvbandwidth Version:\s*(\S+)", text)
     return {"tool": TOOL, "complete": _complete(tests[-1], printed),
             "version": version.group(1) if version else None,
@@ -54,13 +55,13 @@ def _line(row: str, tests: list[dict]) -> None:
         return
     test = tests[-1]
     if total:
-        test["sum_GBps"], test["sum_printed"] = float(total.group(2)), True
+        test["sum_GBps"], test["sum_printed"] = to_float(total.group(2), f"SUM {total.group(1)}"), True
     elif "bandwidth" in row and "(GB/s)" in row:
         test["caption"] = row.strip()
     elif row.strip().lower().startswith("waived"):
         test["waived"] = True
     elif test["caption"] and test["_columns"] is None and re.fullmatch(r"[\d\s]+", row.strip() or "x"):
-        test["_columns"] = [int(c) for c in row.split()]
+        test["_columns"] = [to_int(c, "column index") for c in row.split()]
     elif test["_columns"] is not None and _INDEX_ROW.match(row):
         _matrix_row(row, test)
 
@@ -68,8 +69,8 @@ def _line(row: str, tests: list[dict]) -> None:
 def _matrix_row(row: str, test: dict) -> None:
     """One source row: {destination column: GB/s or None}."""
     tokens = row.split()
-    cells = [num(t) for t in tokens[1:]]
-    test["matrix"][int(tokens[0])] = dict(zip(test["_columns"], cells))
+    cells = [non_negative(num(t), f"{test['name']} row {tokens[0]} bandwidth", "GB/s") for t in tokens[1:]]
+    test["matrix"][to_int(tokens[0], "row index")] = dict(zip(test["_columns"], cells))
 
 
 def _complete(test: dict, sums_printed: bool) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from provision.parsers._util import lines, num, refuse, require_text
+from provision.parsers._util import is_digits, lines, non_negative, num, refuse, require_text, to_int
 
 TOOL = "p2pBandwidthLatencyTest"
 TOOLS = (TOOL,)
@@ -61,18 +61,21 @@ def _line(row: str, state: dict) -> None:
     title = next((key for pattern, key in _TITLES if pattern.match(row.strip())), None)
     tokens = row.split()
     if device:
-        state["devices"].append({"index": int(device.group(1)), "name": device.group(2),
+        state["devices"].append({"index": to_int(device.group(1), "device"), "name": device.group(2),
                                  "pci_bus_id": device.group(3), "pci_domain_id": device.group(5)})
     elif access:
-        state["access"].setdefault(int(access.group(1)), {})[int(access.group(3))] = access.group(2) == "CAN"
+        peers = state["access"].setdefault(to_int(access.group(1), "device"), {})
+        peers[to_int(access.group(3), "peer device")] = access.group(2) == "CAN"
     elif title:
         state["current"], state["sub"] = title, "gpu"
     elif tokens and tokens[0] in ("D\\D", "GPU", "CPU") and state["current"]:
-        state["sub"], state["columns"] = tokens[0].lower(), [int(t) for t in tokens[1:] if t.isdigit()]
-    elif state["current"] and len(tokens) > 1 and tokens[0].isdigit() and num(tokens[1]) is not None:
+        state["sub"], state["columns"] = tokens[0].lower(), [to_int(t, "column") for t in tokens[1:] if is_digits(t)]
+    elif state["current"] and len(tokens) > 1 and is_digits(tokens[0]) and num(tokens[1]) is not None:
         key = state["current"]
         if key.startswith("latency"):
             key = f"{key}_{'cpu' if state['sub'] == 'cpu' else 'gpu'}_us"
-        state[key][int(tokens[0])] = dict(zip(state["columns"], map(num, tokens[1:])))
-    elif row.strip() and not row.startswith(" ") and state["current"] and not tokens[0].isdigit():
+        # bandwidths, latencies and the 0/1 connectivity cells are never negative
+        cells = [non_negative(num(t), f"{key} row {tokens[0]}") for t in tokens[1:]]
+        state[key][to_int(tokens[0], "row")] = dict(zip(state["columns"], cells))
+    elif row.strip() and not row.startswith(" ") and state["current"] and not is_digits(tokens[0]):
         state["current"] = None

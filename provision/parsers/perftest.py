@@ -19,12 +19,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from provision.parsers._util import lines, num, refuse, require_text
+from provision.parsers._util import lines, non_negative, num, refuse, require_text
 
 TOOL = "perftest"
 TOOLS = (TOOL,)
-_TITLE = re.compile(r"^\s*(\S.*?)\s+Test\s*$")
-_PAIR = re.compile(r"(\w[\w*. -]*?)\s*:\s*(\S+)")
+_KEY_CHARS = frozenset("*. -")  # with word characters, what a settings key is made of ("ibv_wr* API")
 _UNIT = re.compile(r"BW average\[([^\]]+)\]")
 _TO_GBPS = {"MB/sec": 8 / 1000, "MiB/sec": 8 * 2**20 / 1e9, "Gb/sec": 1.0, "Gbit/sec": 1.0}
 _LAT_KEYS = ["t_min_usec", "t_max_usec", "t_typical_usec", "t_avg_usec", "t_stdev_usec",
@@ -36,7 +35,7 @@ def parse(text: str) -> dict:
     require_text(text, "perftest")
     rows = lines(text)
     tables = _tables(rows)
-    if not tables and any(_TITLE.match(r) for r in rows) and any("Device" in r for r in rows):
+    if not tables and any(_title(r) for r in rows) and any("Device" in r for r in rows):
         return _started_only(rows)  # the test's banner, cut before any result
     if not tables:
         raise refuse("perftest", "no '#bytes #iterations ...' result header")
@@ -90,10 +89,10 @@ def _table_body(rows: list[str], start: int) -> tuple[int, list[str], bool]:
         stripped = row.strip()
         if stripped.startswith("---"):
             return start, data, True
-        if stripped.startswith(("#bytes", "*")) or _TITLE.match(row):
+        if stripped.startswith(("#bytes", "*")) or _title(row):
             break
         tokens = stripped.split()
-        if tokens and all(num(t) is not None and re.fullmatch(r"[\d.eE+-]+", t) for t in tokens):
+        if len(tokens) > 1 and all(re.fullmatch(r"[\d.eE+-]+", t) and num(t) is not None for t in tokens):
             data.append(stripped)
     return start, data, False
 
@@ -102,17 +101,74 @@ def _settings(rows: list[str]) -> dict:
     """Title and "Key : value" settings of the header block before a table."""
     settings: dict[str, str] = {}
     for row in rows:
-        title = _TITLE.match(row)
+        title = _title(row)
         if title and ":" not in row:
-            settings = {"title": title.group(1)}
+            settings = {"title": title}
         elif ":" in row and "address" not in row:
-            settings.update((k.strip(), v) for k, v in _PAIR.findall(row))
+            settings.update(_pairs(row))
     return settings
+
+
+def _title(row: str) -> str | None:
+    """The test's title from a banner line "   RDMA_Write BW Test", else None.
+
+    String operations: the pattern ``^\\s*(\\S.*?)\\s+Test\\s*$`` is quadratic on a run of blanks.
+    """
+    head = row.strip().removesuffix("Test")
+    if len(head) == len(row.strip()) or not head[-1:].isspace():
+        return None
+    return head.rstrip() or None
+
+
+def _pairs(row: str) -> list[tuple[str, str]]:
+    """The "Key : value" pairs of one settings line, in order (two per line, TAB or space separated).
+
+    What ``re.findall(r"(\\w[\\w*. -]*?)\\s*:\\s*(\\S+)", row)`` finds, in one pass: from each colon
+    back over blanks and key characters (not into the previous pair) to the key's first word
+    character, and forward to the value. That pattern is quadratic on a long line of blanks.
+    """
+    pairs: list[tuple[str, str]] = []
+    done = 0  # where the previous pair's value ended
+    for colon in [i for i, c in enumerate(row) if c == ":"]:
+        if colon < done:
+            continue
+        key = _key_before(row, colon, done)
+        if key is None:
+            continue
+        first = colon + 1
+        while first < len(row) and row[first].isspace():
+            first += 1
+        last = first
+        while last < len(row) and not row[last].isspace():
+            last += 1
+        if last > first:
+            pairs.append((row[key[0]:key[1]], row[first:last]))
+            done = last
+    return pairs
+
+
+def _key_before(row: str, colon: int, done: int) -> tuple[int, int] | None:
+    """(start, end) of the key ending before ``colon``: blanks skipped, then key characters back
+    to ``done`` or another character, from the first word character; None when there is none."""
+    end = colon
+    while end > done and row[end - 1].isspace():
+        end -= 1
+    start = end
+    while start > done and (row[start - 1] in _KEY_CHARS or _word(row[start - 1])):
+        start -= 1
+    while start < end and not _word(row[start]):
+        start += 1
+    return (start, end) if start < end else None
+
+
+def _word(char: str) -> bool:
+    """A regular expression's ``\\w``: a letter, digit or underscore."""
+    return char.isalnum() or char == "_"
 
 
 def _row(header: str, data: str) -> dict:
     """One data line as numbers, keyed by the table kind."""
-    values = [num(t) for t in data.split()]
+    values = [non_negative(num(t), "result") for t in data.split()]
     row = {"msg_size": values[0], "iterations": values[1]}
     if "BW" in header:
         names = ["bw_peak", "bw_avg", "msg_rate_Mpps"]

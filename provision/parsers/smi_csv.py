@@ -15,20 +15,25 @@ from __future__ import annotations
 import csv
 import re
 
-from provision.parsers._util import is_missing, lines, num, refuse, require_text
+from provision.parsers._util import is_missing, lines, non_negative, num, refuse, require_text, temperature
 
 TOOL = "nvidia-smi-csv"
 TOOLS = (TOOL,)
 _FIELD = re.compile(r"^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*(?:\s*\[([^\]]+)\])?$")
 _PLAIN_FIELDS = {"index", "name", "uuid", "serial", "count", "timestamp", "pstate",
                  "driver_version", "vbios_version", "compute_mode", "gom", "persistence_mode"}
-_VALUE = re.compile(r"^[-+]?\d+(?:\.\d+)?(?:\s*(?:%|W|MiB|MHz|C|KiB|GiB|MB|GB|s|ms|us|V|mV))?$")
+_VALUE = re.compile(r"^[-+]?\d+(?:\.\d+)?(?:\s*(%|W|MiB|MHz|C|KiB|GiB|MB|GB|s|ms|us|V|mV))?$")
+# Units of quantities that cannot be negative (power, memory, clocks, utilisation, time).
+_NOT_NEGATIVE = {"%", "W", "MiB", "MHz", "KiB", "GiB", "MB", "GB", "s", "ms", "us"}
 
 
 def parse(text: str) -> dict:
     """Parse nvidia-smi CSV query output into the contract's dict (see module doc)."""
     require_text(text, "nvidia-smi --format=csv")
-    records = [[c.strip() for c in r] for r in csv.reader(lines(text), skipinitialspace=True) if r]
+    try:
+        records = [[c.strip() for c in r] for r in csv.reader(lines(text), skipinitialspace=True) if r]
+    except csv.Error as exc:  # a field over csv.field_size_limit() (128 KiB)
+        raise refuse("nvidia-smi --format=csv", f"unreadable CSV ({exc})") from None
     start = next((i for i, r in enumerate(records) if _is_header(r)), None)
     if start is None:
         return _headless(records)
@@ -71,7 +76,7 @@ def _rows(records: list[list[str]], header: list[str], names: list[str],
         if len(record) != len(names) or not _has_units(record, units):
             complete = False
             continue
-        rows.append({name: _value(v) for name, v in zip(names, record)})
+        rows.append({name: _value(v, name, unit) for name, v, unit in zip(names, record, units)})
         complete = True
     return rows, complete and bool(rows)
 
@@ -99,8 +104,19 @@ def _headless(records: list[list[str]]) -> dict:
     return {"tool": TOOL, "complete": cut == 0, "columns": None, "units": None, "rows": rows}
 
 
-def _value(text: str) -> int | float | str | None:
-    """A number where the field is numeric (with or without its unit), else the text."""
+def _value(text: str, name: str = "value", unit: str | None = None) -> int | float | str | None:
+    """A number where the field is numeric (with or without its unit), else the text.
+
+    A temperature (a ``temperature.*`` field, or "C") outside ``TEMP_RANGE_C`` and a negative
+    power, memory, clock, utilisation or time raise ParseError: no working GPU reads so.
+    """
     if is_missing(text):
         return None
-    return num(text) if _VALUE.match(text) else text
+    match = _VALUE.match(text)
+    if not match:
+        return text
+    value = num(text)
+    unit = match.group(1) or unit
+    if unit == "C" or str(name).startswith("temperature."):
+        return temperature(value, str(name))
+    return non_negative(value, str(name), unit or "") if unit in _NOT_NEGATIVE else value

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import lines, num, refuse, require_text
+from provision.parsers._util import lines, non_negative, num, refuse, require_text, to_int
 
 TOOL = "nvidia-smi-nvlink"
 TOOLS = (TOOL,)
-_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*$")
-_LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.+?)\s*$")
+# The name, UUID and status are cut out in code: lazy groups before ``\s*$`` are quadratic on
+# a long run of blanks.
+_GPU = re.compile(r"^GPU\s+(\d+):(.*)$")
+_LINK = re.compile(r"^\s*Link\s+(\d+):(.*)$")
 _ALL_INACTIVE = re.compile(r"all links are inactive", re.IGNORECASE)
 
 
@@ -30,9 +32,12 @@ def parse(text: str) -> dict:
     gpus: list[dict] = []
     for row in lines(text):
         gpu, link = _GPU.match(row), _LINK.match(row)
+        if link and not link.group(2).strip():
+            link = None
         if gpu:
-            gpus.append({"index": int(gpu.group(1)), "name": gpu.group(2) or None,
-                         "uuid": gpu.group(3), "links": [], "all_inactive": False})
+            name, uuid = _name_uuid(gpu.group(2).strip())
+            gpus.append({"index": to_int(gpu.group(1), "GPU index"), "name": name or None,
+                         "uuid": uuid, "links": [], "all_inactive": False})
         elif link and gpus:
             gpus[-1]["links"].append(_link(link))
         elif gpus and _ALL_INACTIVE.search(row):
@@ -47,6 +52,16 @@ def parse(text: str) -> dict:
     }
 
 
+def _name_uuid(text: str) -> tuple[str, str | None]:
+    """"NVIDIA A100 (UUID: GPU-...)" -> (name, uuid); a text without "(UUID: ...)" at its end is all name."""
+    if text.endswith(")"):
+        inner = text[:-1]
+        start = inner.find("(UUID:", inner.rfind(")") + 1)
+        if start >= 0:
+            return inner[:start].rstrip(), inner[start + 6:].lstrip()
+    return text, None
+
+
 def _complete(gpus: list[dict]) -> bool:
     """The last GPU shows as many links as the others (or says all are inactive)."""
     most = max(len(g["links"]) for g in gpus)
@@ -55,7 +70,7 @@ def _complete(gpus: list[dict]) -> bool:
 
 def _link(match: re.Match) -> dict:
     """One link: active with its speed, or inactive."""
-    status = match.group(2)
+    status = match.group(2).strip()
     active = "inactive" not in status.lower()
-    return {"link": int(match.group(1)), "active": active,
-            "speed_GBps": num(status) if active else None, "status": status}
+    speed = non_negative(num(status), f"link {match.group(1)} speed", "GB/s") if active else None
+    return {"link": to_int(match.group(1), "link"), "active": active, "speed_GBps": speed, "status": status}

@@ -21,11 +21,10 @@ from __future__ import annotations
 import re
 
 from provision.parsers import _smi_common as common
-from provision.parsers._util import clean, integer, lines, refuse, require_text
+from provision.parsers._util import clean, integer, lines, non_negative, refuse, require_text
 
 TOOL = "nvidia-smi-q"
 TOOLS = (TOOL,)
-_KEY_VALUE = re.compile(r"^(\s*)(\S.*?)\s*:(?:\s(.*))?$")
 _GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 
 
@@ -36,8 +35,8 @@ def parse(text: str) -> dict:
     if "driver version" not in top:
         raise refuse("nvidia-smi -q", "no 'Driver Version' line")
     trees = [(bus_id, _tree(body)) for bus_id, body in sections]
-    gpus = [_gpu(bus_id, tree) for bus_id, tree in trees]
-    attached = integer(top.get("attached gpus"))
+    gpus = [common.checked(_gpu(bus_id, tree)) for bus_id, tree in trees]
+    attached = non_negative(integer(top.get("attached gpus")), "Attached GPUs")
     # -q ends every GPU with "Processes"; a -d subset has none anywhere.
     last_closed = not trees or "processes" in trees[-1][1] or "processes" not in trees[0][1]
     return {
@@ -61,9 +60,9 @@ def _split(rows: list[str]) -> tuple[dict, list[tuple[str, list[str]]]]:
         elif sections and row[:1].isspace():
             sections[-1][1].append(row)
         else:
-            match = _KEY_VALUE.match(row)
-            if match and not match.group(1):
-                top.setdefault(match.group(2).lower(), (match.group(3) or "").strip())
+            pair = _key_value(row)
+            if pair and not row[:1].isspace():
+                top.setdefault(pair[0].lower(), (pair[1] or "").strip())
     return top, sections
 
 
@@ -75,18 +74,34 @@ def _tree(body: list[str]) -> dict:
         if not row.strip():
             continue
         indent = len(row) - len(row.lstrip())
-        match = _KEY_VALUE.match(row)
-        key = (match.group(2) if match else row.strip()).lower()
+        pair = _key_value(row)
+        key = (pair[0] if pair else row.strip()).lower()
         while stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
-        if match and match.group(3) is not None and match.group(3).strip():
-            parent.setdefault(key, match.group(3).strip())
+        if pair and pair[1] is not None and pair[1].strip():
+            parent.setdefault(key, pair[1].strip())
             continue
         child = parent.setdefault(key, {})
         if isinstance(child, dict):
             stack.append((indent, child))
     return root
+
+
+def _key_value(row: str) -> tuple[str, str | None] | None:
+    """(key, value or None) of a "Key : value" line: the key ends at the first colon followed by
+    a blank or the line's end ("Bus Id : 00000000:01:00.0"); None for a line without one.
+
+    String operations: ``^(\\s*)(\\S.*?)\\s*:`` is quadratic on a long run of blanks.
+    """
+    text = row.lstrip()
+    colon = text.find(":", 1)
+    while colon >= 0:
+        after = text[colon + 1:colon + 2]
+        if not after or after.isspace():
+            return text[:colon].rstrip(), text[colon + 2:] if after else None
+        colon = text.find(":", colon + 1)
+    return None
 
 
 def _gpu(bus_id: str, tree: dict) -> dict:

@@ -60,9 +60,10 @@ def _body(rows: list[str], columns: list[str], extra: list[str]) -> tuple[dict, 
     """Matrix rows for each device named in the header, and GPU affinities."""
     matrix: dict[str, dict[str, str]] = {}
     affinity: dict[str, dict[str, str | None]] = {}
+    names = set(columns)  # a set: a list lookup per row is quadratic on a header of many columns
     for row in rows:
         tokens = row.split()
-        if not tokens or tokens[0] not in columns or len(tokens) < len(columns) + 1:
+        if not tokens or tokens[0] not in names or len(tokens) < len(columns) + 1:
             continue
         cells = tokens[1:len(columns) + 1]
         matrix[tokens[0]] = dict(zip(columns, cells))

@@ -19,7 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from provision.parsers import _smi_common as common
-from provision.parsers._util import clean, integer, refuse, require_text
+from provision.parsers._util import clean, integer, non_negative, refuse, require_text
 
 TOOL = "nvidia-smi-qx"
 TOOLS = (TOOL,)
@@ -29,8 +29,8 @@ def parse(text: str) -> dict:
     """Parse ``nvidia-smi -q -x`` XML into the contract's dict (see module doc)."""
     require_text(text, "nvidia-smi -q -x")
     root, closed = _root(text)
-    gpus = [_gpu(element) for element in root.findall("gpu")]
-    attached = integer(root.findtext("attached_gpus"))
+    gpus = [common.checked(_gpu(element)) for element in root.findall("gpu")]
+    attached = non_negative(integer(root.findtext("attached_gpus")), "attached_gpus")
     match = re.search(r"nvsmi_device_(v\d+)", text)
     return {
         "tool": TOOL,
@@ -58,7 +58,7 @@ def _root(text: str) -> tuple[ET.Element, bool]:
         parser.feed(text[start:])
         root = _first_element(parser, root)
         parser.close()
-    except ET.ParseError:
+    except (ET.ParseError, UnicodeEncodeError):  # cut short, malformed, or a lone surrogate expat cannot take
         closed = False
     root = _first_element(parser, root)
     if root is None:

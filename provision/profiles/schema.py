@@ -6,11 +6,15 @@ level, so a misspelt key is refused rather than silently turning a rule off):
 facts) and ``stack_release.schema.json`` (the stack release file). A violation raises
 ``ProfileError`` naming where the data came from and the key path:
 ``provision/profiles/data/x.yaml: gpu.nvlnk: unknown key (known: count, model, ...)``.
+A number that is not finite (YAML's ``.nan``, ``.inf``, ``-.inf``) is refused anywhere in these
+files before the schema is applied: JSON Schema's ``type: number`` admits it, and a NaN
+reference compares false with every bound, so no measurement could fail against it.
 """
 from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +38,36 @@ def validator(name: str) -> jsonschema.Draft202012Validator:
 def validate(data: Any, name: str, origin: str, prefix: str = "") -> None:
     """Raise ProfileError (``origin: key.path: what is wrong``) unless ``data`` is valid against
     schema ``name``; ``prefix`` is prepended to the key path (``provision_storage``)."""
+    bad = _non_finite(data, prefix)
+    if bad is not None:
+        path, value = bad
+        raise ProfileError(f"{origin}: {path or '(top level)'}: {_yaml_number(value)} is not a finite number")
     errors = list(validator(name).iter_errors(data))
     if errors:
         error = min(errors, key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
         raise ProfileError(f"{origin}: {describe(error, prefix)}")
+
+
+def _non_finite(data: Any, path: str) -> tuple[str, float] | None:
+    """(key path, value) of the first NaN or infinity in ``data``, else None."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return path, data
+    if isinstance(data, dict):
+        children = [(f"{path}.{key}" if path else str(key), value) for key, value in data.items()]
+    elif isinstance(data, list):
+        children = [(f"{path}[{index}]", value) for index, value in enumerate(data)]
+    else:
+        return None
+    for where, value in children:
+        found = _non_finite(value, where)
+        if found is not None:
+            return found
+    return None
+
+
+def _yaml_number(value: float) -> str:
+    """NaN and infinities as YAML spells them."""
+    return ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
 
 
 def describe(error: jsonschema.ValidationError, prefix: str = "") -> str:

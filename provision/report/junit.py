@@ -13,6 +13,7 @@ from pathlib import Path
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from provision.results.model import CheckResult, HostInstall, Outcome, Run, Scope
+from provision.results.store import atomic_write, safe_name
 
 CLUSTER_SUITE = "cluster"
 
@@ -61,15 +62,16 @@ def _check_case(suite: str, result: CheckResult) -> TestCase:
 
 
 def write(folder: Path, run: Run) -> list[Path]:
-    """Write ``<folder>/<suite>.xml`` per suite and ``<folder>/all.xml``; return the paths."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.xml"):
-        old.unlink()
-    written = []
+    """Write ``<folder>/<suite>.xml`` per suite and ``<folder>/all.xml`` (each atomically, 0600);
+    remove other .xml files there; return the paths."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     all_suites = suites(run)
+    written = [folder / f"{safe_name(suite.name, 'a JUnit suite (host) name')}.xml" for suite in all_suites]
+    written.append(folder / "all.xml")
+    for old in set(folder.glob("*.xml")) - set(written):
+        old.unlink()
     for suite in all_suites:
-        path = folder / f"{suite.name}.xml"
-        path.write_text(to_xml_report_string([suite], encoding="utf-8"))
-        written.append(path)
-    (folder / "all.xml").write_text(to_xml_report_string(all_suites, encoding="utf-8"))
-    return written + [folder / "all.xml"]
+        safe_name(suite.name, "a JUnit suite (host) name")
+        atomic_write(folder / f"{suite.name}.xml", to_xml_report_string([suite], encoding="utf-8"), sync=False)
+    atomic_write(folder / "all.xml", to_xml_report_string(all_suites, encoding="utf-8"))
+    return written

@@ -56,6 +56,11 @@ def _fraction(bound: float, value: float) -> float:
     return 0.0 if value == 0 else bound / value - 1
 
 
+def result_from_dict(row: dict) -> CheckResult:
+    """One result row of report.json (or of the run's journal). Raises KeyError/ValueError/TypeError."""
+    return _result(row)
+
+
 def _result(row: dict) -> CheckResult:
     return CheckResult(check=row["check"], hosts=tuple(row["hosts"]), outcome=Outcome(row["outcome"]),
                        message=row["message"], scope=Scope(row.get("scope", "node")),

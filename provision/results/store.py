@@ -3,6 +3,7 @@
 Layout of one run folder ``<runs>/<run_id>/``::
 
     report.json              the Run (provision.results.model), schema report.schema.json
+    results.jsonl            each result as its job ended, fsynced: what a killed run keeps
     junit/<host>.xml         one JUnit file per host, junit/all.xml with every suite
     raw/<host>/<check>.txt   a node-scope step's output (<check>.<key>.txt when the check has
                              several steps, .stderr beside it when it printed any)
@@ -11,21 +12,26 @@ Layout of one run folder ``<runs>/<run_id>/``::
     ansible/                 ansible-runner's private data dir and artifacts of the install
 
 ``<runs>/latest`` points at the newest run. Result rows name their raw files, so nothing
-re-parses these names.
+re-parses these names. Run folders are 0700 and their files 0600: raw outputs and ansible-runner
+artifacts describe a cluster's nodes.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
+import threading
 from pathlib import Path
 
 from provision.errors import ProvisionError
 from provision.results import reading, schema
-from provision.results.model import Run, Scope
+from provision.results.model import CheckResult, Run, Scope
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+LATEST = "latest"
+RESERVED = (LATEST, "history.db")  # names under runs/ that are not runs
 OS_RELEASE = "os-release.txt"
 
 
@@ -52,16 +58,20 @@ class RunDir:
         return self.path / "ansible"
 
     def raw_name(self, check: str, scope: Scope, hosts: tuple[str, ...], host: str, key: str, steps: int) -> str:
-        """The relative path of one step's output (see the module's layout)."""
+        """The relative path of one step's output (see the module's layout). Raises ProvisionError
+        for a name that is not a plain file name (the inventory refuses those; this is the second line)."""
+        for name in (check, host, *hosts, *([key] if key else [])):
+            safe_name(name, "a raw output's name")
         if scope is Scope.NODE:
             return f"raw/{host}/{check}.{key}.txt" if steps > 1 or key else f"raw/{host}/{check}.txt"
         return f"raw/{check}/{'+'.join(hosts)}/{host}{'.' + key if key else ''}.txt"
 
     def write(self, rel: str, text: str) -> str:
-        """Write ``text`` at ``rel`` inside the run; return ``rel``."""
+        """Write ``text`` at ``rel`` inside the run (mode 0600); return ``rel``."""
         path = self.inside(rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        for folder in reversed(path.relative_to(self.path).parents[:-1]):  # each level 0700, not only the last
+            (self.path / folder).mkdir(mode=0o700, exist_ok=True)
+        atomic_write(path, text, sync=False)
         return rel
 
     def read(self, rel: str, origin: str) -> str:
@@ -79,26 +89,102 @@ class RunDir:
         return path
 
     def save(self, run: Run, latest: bool = True) -> Path:
-        """Write report.json atomically; unless ``latest`` is False point ``<runs>/latest`` here."""
+        """Write report.json atomically and durably (temp file, fsync, rename); unless ``latest``
+        is False point ``<runs>/latest`` here (a symlink replaced by rename, never removed)."""
         data = run.to_dict()
         if os.environ.get(schema.VALIDATE_ENV):
             schema.validate(json.loads(json.dumps(data, default=str)), str(self.report))
-        tmp = self.report.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-        tmp.replace(self.report)
-        link = self.path.parent / "latest"
-        if latest and (link.is_symlink() or not link.exists()):
-            link.unlink(missing_ok=True)
-            os.symlink(self.path.name, link)
+        atomic_write(self.report, dumps(data))
+        link = self.path.parent / LATEST
+        if latest and (link.is_symlink() or not link.exists()):  # never replace a real folder named latest
+            link, tmp = self.path.parent / LATEST, self.path.parent / f".{LATEST}.{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            os.symlink(self.path.name, tmp)
+            os.replace(tmp, link)
         return self.report
 
+    def record(self, result: CheckResult) -> None:
+        """Append one finished result to ``results.jsonl`` and fsync it: what a killed run keeps."""
+        line = dumps(result.to_dict(), indent=None)
+        fd = os.open(self.journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    @property
+    def journal(self) -> Path:
+        return self.path / "results.jsonl"
+
     def load(self) -> Run:
-        """The run's report. Raises ProvisionError when it is missing or not a run report."""
+        """The run's report, with any result the journal holds that the report lacks (a run
+        killed before its last save). Raises ProvisionError when it is not a run report."""
         try:
             data = json.loads(self.report.read_text())
         except (OSError, ValueError) as exc:
             raise ProvisionError(f"{self.report}: not a readable run report ({exc})") from None
-        return reading.run_from_dict(data, str(self.report))
+        run = reading.run_from_dict(data, str(self.report))
+        if self.journal.is_file():
+            seen = {(r.check, r.hosts) for r in run.results}
+            for number, line in enumerate(self.journal.read_text(errors="replace").splitlines(), 1):
+                try:
+                    result = reading.result_from_dict(json.loads(line))
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by the kill itself
+                if (result.check, result.hosts) not in seen:
+                    run.results.append(result)
+                    seen.add((result.check, result.hosts))
+        return run
+
+
+SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def safe_name(name: str, what: str) -> str:
+    """``name`` when it is a plain file name (letters, digits, '.', '_', '-', not starting with '.'
+    or '-'); else ProvisionError: host and check names become file names in the run folder."""
+    if not SAFE.fullmatch(name) or ".." in name:
+        raise ProvisionError(f"{what}: {name!r} is not a plain name (letters, digits, '.', '_', '-')")
+    return name
+
+
+def dumps(data: object, indent: int | None = 1) -> str:
+    """Strict JSON (RFC 8259 has no NaN or Infinity): a non-finite float that got this far is
+    written as its string ("inf"), so the report stays readable by every JSON parser."""
+    try:
+        return json.dumps(data, indent=indent, default=str, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(_finite(data), indent=indent, default=str, allow_nan=False) + "\n"
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def atomic_write(path: Path, text: str, sync: bool = True) -> None:
+    """Write ``path`` (mode 0600) through a temp file renamed over it; fsync file and folder when ``sync``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if sync:
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 class RunStore:
@@ -110,15 +196,16 @@ class RunStore:
     def create(self, run_id: str | None = None) -> RunDir:
         """A new run folder named ``run_id`` (or the time), suffixed -2, -3... when it exists.
         Raises ProvisionError for a run id that is not a plain folder name."""
-        if run_id is not None and not RUN_ID.fullmatch(run_id):
+        if run_id is not None and (not RUN_ID.fullmatch(run_id) or run_id in RESERVED):
             raise ProvisionError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' "
-                                 "(a folder name under runs/)")
+                                 f"(a folder name under runs/, not {' or '.join(RESERVED)})")
         run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         path, n = self.root / run_id, 1
         while path.exists():
             n += 1
             path = self.root / f"{run_id}-{n}"
-        path.mkdir(parents=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700)
         return RunDir(path)
 
     def open(self, arg: str) -> RunDir:

@@ -3,6 +3,12 @@
 Artifacts (events, stdout, stats) stay under the run's ``ansible/`` folder. The result gives,
 per host, its status (ok, failed, unreachable), its changed count and, per role, the tasks
 that failed with their messages.
+
+ansible-runner copies the controller's whole environment into the playbook's and writes it to
+``artifacts/<id>/command`` (ansible_runner/config/_base.py, runner.py), and its keyword
+arguments to ``env/`` files (utils.dump_artifacts). Run folders are uploaded by CI, so the
+playbook gets an allow-listed environment only (``ENV_ALLOWED``), ``env/`` files are not
+written (``suppress_env_files``), and the ``ansible/`` folder is 0700 with its files 0600.
 """
 from __future__ import annotations
 
@@ -14,10 +20,29 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import ansible_runner
+from ansible_runner.interface import init_runner
+from ansible_runner.runner import Runner
+from ansible_runner.utils import get_callback_dir
 
 from provision import paths
 from provision.errors import RunnerError
+
+
+# What the playbook inherits from the controller's environment; everything else is dropped.
+# Nothing the nodes need comes from here: the roles run on the nodes with the nodes' own
+# environment (a proxy for the nodes is an inventory setting), so proxy variables, which
+# may carry credentials, are not passed. ANSIBLE_VAULT_* name password files, not passwords.
+ENV_ALLOWED = frozenset({"HOME", "PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME",
+                         "SSH_AUTH_SOCK", "ANSIBLE_VAULT_PASSWORD_FILE", "ANSIBLE_VAULT_IDENTITY_LIST",
+                         "ANSIBLE_VAULT_IDENTITY"})
+# What ansible-runner sets itself (ansible_runner/config/_base.py, config/runner.py, 2.4.3).
+ENV_RUNNER = frozenset({"ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_CALLBACK_PLUGINS", "ANSIBLE_RETRY_FILES_ENABLED",
+                        "AWX_ISOLATED_DATA_DIR", "ANSIBLE_CACHE_PLUGIN", "ANSIBLE_CACHE_PLUGIN_CONNECTION",
+                        "RUNNER_OMIT_EVENTS", "RUNNER_ONLY_FAILED_EVENTS"})
+# Host key checking for every connection plugin that reads one (ssh, paramiko), whatever the
+# user's environment says: ansible-runner turns it off when ANSIBLE_HOST_KEY_CHECKING is unset.
+HOST_KEY_ENV = {"ANSIBLE_HOST_KEY_CHECKING": "True", "ANSIBLE_SSH_HOST_KEY_CHECKING": "True",
+                "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING": "True"}
 
 
 @dataclass
@@ -43,18 +68,26 @@ class PlaybookResult:
 
 def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
                  limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
-                 vault_args: list[str] | None = None, progress=print) -> PlaybookResult:
+                 vault_args: list[str] | None = None, progress=print,
+                 cancel: Callable[[], bool] | None = None) -> PlaybookResult:
     """Run ``playbooks/<playbook>`` against one inventory or several (``-i`` each, later ones win).
-    ``vault_args``: ansible-playbook's vault options. Raises RunnerError if it could not start."""
-    artifacts_dir.mkdir(parents=True, exist_ok=True)
+    ``vault_args``: ansible-playbook's vault options. ``cancel`` is polled while it runs: True
+    stops ansible-playbook (status ``canceled``); it also keeps ansible-runner from installing its
+    own SIGINT/SIGTERM handlers over the caller's. Raises RunnerError if it could not start."""
+    artifacts_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    artifacts_dir.chmod(0o700)
     hosts: dict[str, PlaybookHost] = {}
     kwargs = runner_kwargs(playbook, inventory, artifacts_dir, limit, tags, extravars, vault_args)
     kwargs["event_handler"] = _event_handler(hosts, progress)
+    kwargs["cancel_callback"] = cancel or (lambda: False)
     try:
-        result = ansible_runner.run(**kwargs)
+        result = prepare(kwargs)
+        result.run()
     except Exception as exc:  # ansible-runner raises bare exceptions for a bad private dir
         raise RunnerError(f"ansible-runner could not run {playbook}: {exc}") from None
-    if result.status not in ("successful", "failed"):
+    finally:
+        _owner_only(artifacts_dir)
+    if result.status not in ("successful", "failed", "canceled"):
         raise RunnerError(f"ansible-runner: {playbook} ended {result.status} (rc {result.rc}); "
                           f"see {artifacts_dir}/artifacts/{result.config.ident}/stdout")
     return PlaybookResult(playbook, result.rc, result.status, hosts,
@@ -64,20 +97,19 @@ def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir:
 def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
                   limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
                   vault_args: list[str] | None = None) -> dict:
-    """The keyword arguments for ``ansible_runner.run`` (no event handler).
+    """The keyword arguments for ansible-runner's ``init_runner`` (no event handler).
 
     ansible-runner disables Ansible's host key checking whenever ANSIBLE_HOST_KEY_CHECKING is unset
     (ansible_runner/config/_base.py), so it is set to True here: a changed host key stops the run.
     ``inventory`` goes as a list of absolute paths, which ansible-runner passes as one ``-i`` each.
     """
-    envvars = {"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
-               "ANSIBLE_HOST_KEY_CHECKING": "True",
+    envvars = {"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0", **HOST_KEY_ENV,
                "PATH": f"{Path(paths.tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     sources = [inventory] if isinstance(inventory, (str, Path)) else list(inventory)
     kwargs = dict(private_data_dir=str(artifacts_dir), playbook=str(paths.PLAYBOOKS / playbook),
                   inventory=[str(Path(s).resolve()) for s in sources], project_dir=str(paths.ROOT),
                   envvars=envvars, extravars=extravars or {}, quiet=True, json_mode=False,
-                  settings={"suppress_ansible_output": True})
+                  suppress_env_files=True, settings={"suppress_ansible_output": True})
     if limit:
         kwargs["limit"] = ",".join(limit)
     if tags:
@@ -85,6 +117,28 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
     if vault_args:
         kwargs["cmdline"] = shlex.join(vault_args)
     return kwargs
+
+
+def prepare(kwargs: dict) -> Runner:
+    """ansible-runner's Runner for ``kwargs``, its environment cut down to ``ENV_ALLOWED``, ours
+    (``envvars``) and ansible-runner's own variables. Raises what ansible-runner raises."""
+    runner = init_runner(**kwargs)
+    ours = kwargs.get("envvars") or {}
+    env = {k: v for k, v in runner.config.env.items()
+           if k in ours or k in ENV_ALLOWED or k in ENV_RUNNER or k.startswith("LC_")}
+    env["ANSIBLE_CALLBACK_PLUGINS"] = get_callback_dir()  # not the user's plugins, not their code
+    env.update(HOST_KEY_ENV)
+    runner.config.env = env
+    return runner
+
+
+def _owner_only(folder: Path) -> None:
+    """``folder`` and the folders in it 0700, its files 0600 (events hold task results)."""
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):  # a link's mode is its target's: leave what it points to alone
+                os.chmod(path, 0o700 if name in dirs else 0o600)
 
 
 _LAST_ROLE = [""]

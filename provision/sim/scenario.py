@@ -11,26 +11,34 @@ Format (YAML)::
       node03:
         - {kind: xid79, device: 2}
 
-``provision sim up --scenario FILE`` starts the rack, then injects each fault.
+``provision sim up --scenario FILE`` starts the rack, then injects each fault. ``load`` checks
+every field's type before anything starts (unknown top-level keys too) and names file and
+field in one line: ``scenario.yaml: faults.node02[0].value: must be a number or a string``.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import yaml
 
 from provision import profiles
-from provision.errors import ExitStatus, ProvisionError
+from provision.errors import ExitStatus, ProfileError, ProvisionError
 from provision.sim import faults, rack
 
+KEYS = ("nodes", "profile", "os", "faults")
 FAULT_KEYS = {"kind", "device", "value"}
+DEFAULT_PROFILE = "h100-sxm5-80g-ndr"
 
 
 def load(path: Path) -> dict:
     """Read and validate a scenario. Raises ProvisionError naming file and field."""
     data = _read(path)
+    unknown = sorted(str(k) for k in data if k not in KEYS)
+    if unknown:
+        raise ProvisionError(f"{path}: {unknown[0]}: unknown field (known: {', '.join(KEYS)})")
     nodes = _nodes(path, data)
-    profiles.load(str(data.get("profile", "h100-sxm5-80g-ndr")))
+    _check_profile(path, data)
     _check_os(path, data, nodes)
     _check_faults(path, data, nodes)
     return data
@@ -57,11 +65,23 @@ def _nodes(path: Path, data: dict) -> int:
     return nodes
 
 
+def _check_profile(path: Path, data: dict) -> None:
+    """The optional ``profile`` field: the name of a bundled hardware profile that loads."""
+    name = data.get("profile", DEFAULT_PROFILE)
+    if not isinstance(name, str) or not name:
+        raise ProvisionError(f"{path}: field 'profile' must be a profile name, got {name!r}")
+    try:
+        profiles.load(name)
+    except ProfileError as exc:
+        raise ProvisionError(f"{path}: field 'profile': {exc}") from None
+
+
 def _check_os(path: Path, data: dict, nodes: int) -> None:
     """The optional ``os`` field: an OS name or a list of them that plans for ``nodes`` nodes."""
     if data.get("os") is None:
         return
-    if not isinstance(data["os"], (str, list)):
+    if not isinstance(data["os"], (str, list)) or (
+            isinstance(data["os"], list) and not all(isinstance(o, str) for o in data["os"])):
         raise ProvisionError(f"{path}: field 'os' must be an OS name or a list of them")
     try:
         rack.os_plan(data["os"], nodes)
@@ -72,9 +92,14 @@ def _check_os(path: Path, data: dict, nodes: int) -> None:
 def _check_faults(path: Path, data: dict, nodes: int) -> None:
     """The optional ``faults`` field: each key a node of the rack, each item a known fault."""
     names = {f"node{i + 1:02d}" for i in range(nodes)}
-    for node, items in (data.get("faults") or {}).items():
+    listed = data.get("faults") or {}
+    if not isinstance(listed, dict):
+        raise ProvisionError(f"{path}: field 'faults' must map node names to lists of faults")
+    for node, items in listed.items():
         if node not in names:
             raise ProvisionError(f"{path}: faults.{node}: no such node in a rack of {nodes}")
+        if not isinstance(items, (list, type(None))):
+            raise ProvisionError(f"{path}: faults.{node}: must be a list of faults")
         for i, item in enumerate(items or []):
             _check_fault(f"{path}: faults.{node}[{i}]", item)
 
@@ -83,8 +108,20 @@ def _check_fault(where: str, item: object) -> None:
     """One fault item: a mapping with a known ``kind`` and optional ``device``, ``value``."""
     if not isinstance(item, dict) or "kind" not in item or set(item) - FAULT_KEYS:
         raise ProvisionError(f"{where}: must be a mapping with kind and optional device, value")
-    if item["kind"] not in faults.KINDS:
+    if not isinstance(item["kind"], str) or item["kind"] not in faults.KINDS:
         raise ProvisionError(f"{where}.kind: unknown fault {item['kind']!r} (known: {', '.join(faults.KINDS)})")
+    for key in ("device", "value"):
+        if not _scalar(item.get(key)):
+            raise ProvisionError(f"{where}.{key}: must be a number or a string, got {item[key]!r}")
+
+
+def _scalar(value: object) -> bool:
+    """None, a string, or a finite number that is not a boolean (YAML's yes/no)."""
+    if value is None or isinstance(value, str):
+        return True
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value)
 
 
 def up(path: Path, inventory_dir: Path, address_base: str, os_arg: str | None = None) -> int:
@@ -92,7 +129,7 @@ def up(path: Path, inventory_dir: Path, address_base: str, os_arg: str | None = 
     inject its faults. Returns an exit status."""
     data = load(path)
     inventory_dir.mkdir(parents=True, exist_ok=True)
-    rack.up(inventory_dir, data["nodes"], data.get("profile", "h100-sxm5-80g-ndr"), address_base,
+    rack.up(inventory_dir, data["nodes"], data.get("profile", DEFAULT_PROFILE), address_base,
             os_arg=os_arg or data.get("os"))
     for node, items in (data.get("faults") or {}).items():
         for item in items or []:

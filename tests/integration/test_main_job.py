@@ -8,6 +8,11 @@ node's hardware and checks exactly that node fails with the device named, change
 host key and checks that node alone is stopped, for the install and for the burn-in.
 """
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 import xml.etree.ElementTree as ET
 
@@ -148,3 +153,85 @@ def test_a_changed_host_key_stops_that_host(sim_rack, tmp_path):
     rep = report_of(run_id + "-b")
     assert rep["verdicts"] == {"node01": "pass", "node02": "pass", "node03": "error", "node04": "pass"}
     assert "host key" in rows_of(rep, "node03")[0]["message"].lower()
+
+    # The key restored, --retry-failed installs only the host that failed, and it now passes.
+    known.write_text("\n".join(lines) + "\n")
+    retry = provision("install", "-i", str(sim_rack), "--run-id", run_id + "-retry", "--tags", "driver",
+                      "--retry-failed", run_id, env={"ANSIBLE_SSH_CONTROL_PATH_DIR": str(tmp_path / "cp2")})
+    assert retry.returncode == 0, retry.stdout[-2000:]
+    assert "retry: 1 hosts whose install did not end ok" in retry.stdout
+    assert {h: i["status"] for h, i in report_of(run_id + "-retry")["install"].items()} == {"node03": "ok"}
+
+
+SLOW_CHECK = """
+\\"\\"\\"slow_probe: a site check whose tool runs for minutes (for the interrupt test).\\"\\"\\"
+from provision.checks.base import Check, Step
+
+
+def steps(profile, host):
+    return [Step("", ["sleep", "{seconds}"])]
+
+
+CHECK = Check(id="slow_probe", tool="sleep", order=95, steps=steps, parse=lambda text: {{}},
+              judge=lambda parsed, profile: [], timeout_s=600)
+"""
+
+
+@pytest.mark.parametrize("signame,status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_mid_burnin_keeps_the_results_and_stops_the_tools(sim_rack, tmp_path, signame, status):
+    """SIGTERM or SIGINT while a tool runs on every node: within seconds the run exits 128+signal,
+    with the checks that finished kept, the running one an 'interrupted' error, and nothing left
+    running on the nodes."""
+    seconds = 170 + status  # a distinct sleep per case, to find leftovers by their command line
+    (tmp_path / "slow_probe.py").write_text(SLOW_CHECK.format(seconds=seconds))
+    run_id = f"itest-{signame.lower()}-{id(sim_rack) % 10000}"
+    proc = subprocess.Popen([sys.executable, "-m", "provision", "burnin", "-i", str(sim_rack), "--run-id", run_id,
+                             "--checks", "xid,slow_probe"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "PROVISION_CHECK_PATH": str(tmp_path)})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # all four nodes run the sleep
+        if subprocess.run(["pgrep", "-fc", f"^sleep {seconds}$"], capture_output=True, text=True).stdout.strip() == "4":
+            break
+        time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail(f"the slow tool never ran on four nodes: {proc.communicate()[0][-2000:]}")
+    sent = time.monotonic()
+    proc.send_signal(getattr(signal, signame))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == status, out[-2000:]
+    assert time.monotonic() - sent < 15
+    assert f"stopped by {signame}" in out
+    rep = report_of(run_id)
+    for host in HOSTS:
+        rows = {r["check"]: r for r in rows_of(rep, host)}
+        assert rows["xid"]["outcome"] == "pass"
+        assert rows["slow_probe"]["outcome"] == "error"
+        assert rows["slow_probe"]["message"] == f"interrupted ({signame}) while running"
+    time.sleep(2)
+    assert subprocess.run(["pgrep", "-f", f"^sleep {seconds}$"], capture_output=True).returncode == 1
+
+
+def test_a_node_killed_mid_install_is_an_error_naming_its_task(sim_rack, tmp_path):
+    """node04 dies (its PID 1 killed) while the install runs: the other three finish ok, node04 is
+    unreachable with the role and task it was on. Last in this module: the rack is one node short."""
+    run_id = f"itest-dead-{id(sim_rack) % 10000}"
+    proc = subprocess.Popen([sys.executable, "-m", "provision", "install", "-i", str(sim_rack), "--run-id", run_id,
+                             "--tags", "driver"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "ANSIBLE_SSH_CONTROL_PATH_DIR": str(tmp_path / "cp")})
+    seen = []
+    for line in proc.stdout:  # kill node04 once the driver role has started
+        seen.append(line)
+        if "install role nvidia_driver" in line:
+            node = next(n for n in rack.load_nodes(sim_rack) if n.name == "node04")
+            os.kill(node.pid, signal.SIGKILL)
+            break
+    out = "".join(seen) + proc.communicate(timeout=900)[0]
+    assert proc.returncode == 1, out[-2000:]
+    install = report_of(run_id)["install"]
+    assert {h: install[h]["status"] for h in ("node01", "node02", "node03")} == dict.fromkeys(
+        ("node01", "node02", "node03"), "ok")
+    assert install["node04"]["status"] == "unreachable"
+    failed = [(role, f["task"]) for role, r in install["node04"]["roles"].items() for f in r["failed"]]
+    assert failed and all(task for _, task in failed), install["node04"]
+    assert "node04" in out and "UNREACHABLE" in out

@@ -106,17 +106,32 @@ def test_sim_up_refuses_a_bad_address_base(tmp_path):
      "references.ib_write_bw.bw_avg_Gbps.params.msg_size: unknown key"),
 ], ids=["hardware", "reference-params"])
 def test_a_profile_with_a_misspelt_key_exits_2_naming_file_and_key(tmp_path, change, expected):
+    """A profile file given to `provision evaluate --profile` (the one place a path is taken: an
+    inventory names bundled profiles only) with a misspelt key: exit 2, naming file and key path."""
     import yaml
 
     from provision import profiles
+    from provision.results.model import CheckResult, HostRecord, Outcome, Run
+    from provision.results.store import RunDir
 
     data = yaml.safe_load((profiles.DATA_DIR / "h100-sxm5-80g-ndr.yaml").read_text())
     change(data)
     bad = tmp_path / "site-h100.yaml"
     bad.write_text(yaml.safe_dump(data))
+    run = tmp_path / "runs/r1"
+    run.mkdir(parents=True)
+    result = CheckResult("xid", ("gpu01",), Outcome.ERROR, "dmesg timed out", run_error=True)
+    RunDir(run).save(Run(run_id="r1", hosts={"gpu01": HostRecord("h100-sxm5-80g-ndr")}, results=[result]),
+                     latest=False)
+    line = one_line_error(provision("evaluate", str(run), "--profile", str(bad)))
+    assert f"{bad}: {expected}" in line
+
+
+def test_an_inventory_names_a_bundled_profile_not_a_path(tmp_path):
+    bad = tmp_path / "x.yaml"
+    bad.write_text("name: x\n")
     (tmp_path / "inv").mkdir()
     (tmp_path / "inv/hosts.yml").write_text(f"all:\n  hosts:\n    gpu01: {{ansible_host: 10.0.0.1, "
                                             f"provision_profile: {bad}}}\n")
-    for command in ("run", "burnin"):  # refused before any node is touched
-        line = one_line_error(provision(command, "-i", str(tmp_path / "inv")))
-        assert f"{bad}: {expected}" in line and "gpu01" in line
+    line = one_line_error(provision("run", "-i", str(tmp_path / "inv")))
+    assert "gpu01" in line and "provision_profile" in line and "not a path" in line

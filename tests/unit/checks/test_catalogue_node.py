@@ -15,6 +15,7 @@ import yaml
 from provision import paths, profiles
 from provision.checks import Outcome, gpu_stress, stack, storage
 from provision.engine import burnin
+from provision.engine.control import Control
 from provision.engine.transport import CommandResult
 from provision.errors import ProfileError
 from provision.inventory import Host
@@ -123,10 +124,23 @@ def test_gpu_burn_faulty_with_exit_0_fails_through_the_engine(tmp_path):
     """The engine sees exit status 0 for every step; the FAULTY verdict alone must fail the node."""
     texts = sim(gpu_stress, "gpu_burn_faulty")
 
+    class Process:
+        def __init__(self, argv):
+            key = {"gpu_burn": "gpu_burn", "dcgmi": "dcgmi"}.get(argv[0])
+            self.result = CommandResult(argv, 0 if key else 1, texts[key] if key else "", "", 1.0, False)
+
+        def wait(self):
+            return self.result
+
+        def kill(self):
+            pass
+
     class Connection:
         def run(self, argv, timeout_s):
-            key = {"gpu_burn": "gpu_burn", "dcgmi": "dcgmi"}.get(argv[0])
-            return CommandResult(argv, 0 if key else 1, texts[key] if key else "", "", 1.0, False)
+            return Process(argv).wait()
+
+        def start(self, argv, timeout_s):
+            return Process(argv)
 
         def close(self):
             pass
@@ -138,7 +152,7 @@ def test_gpu_burn_faulty_with_exit_0_fails_through_the_engine(tmp_path):
     node = Host("node07", "10.0.0.7", 22, "root", None, None, "h100-sxm5-80g-ndr")
     rundir = RunStore(tmp_path / "runs").create("faulty")
     [result] = burnin.run([node], {node.name: HostRecord(node.profile)}, rundir, Transport(), only=["gpu_stress"],
-                          progress=lambda line: None)
+                          control=Control(progress=lambda line: None))
     assert result.outcome == Outcome.FAIL, result.message
     assert "GPU2" in result.message and "GPU_BURN_FAULTY" in result.message
     assert (rundir.path / "raw/node07/gpu_stress.gpu_burn.txt").read_text().startswith(texts["gpu_burn"])

@@ -3,6 +3,8 @@ runs it on a node (same timeouts, same CommandResult). Lives in tests: burn-ins 
 the controller."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -14,6 +16,7 @@ class LocalTransport:
     def __init__(self, unreachable=()):
         self.unreachable = set(unreachable)
         self.commands: list[tuple[str, list[str]]] = []
+        self.processes: list = []
 
     def connect(self, host):
         if host.name in self.unreachable:
@@ -32,7 +35,9 @@ class LocalConnection:
 
     def start(self, argv, timeout_s):
         self.transport.commands.append((self.host.name, list(argv)))
-        return LocalProcess(argv, timeout_s)
+        process = LocalProcess(argv, timeout_s)
+        self.transport.processes.append(process)
+        return process
 
     def close(self):
         pass
@@ -41,7 +46,8 @@ class LocalConnection:
 class LocalProcess:
     def __init__(self, argv, timeout_s):
         self.argv, self.timeout_s, self.started = argv, timeout_s, time.monotonic()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
         self.out: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -76,3 +82,10 @@ class LocalProcess:
     def close(self):
         self.proc.kill()
         return self.wait()
+
+    def kill(self):
+        """TERM to the command's process group, as the SSH transport's timeout wrapper passes it on."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass

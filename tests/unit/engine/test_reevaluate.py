@@ -108,3 +108,19 @@ def test_a_report_from_before_the_model_is_judged_and_rewritten_as_v2(tmp_path):
     assert again["schema_version"] == 2 and again["verdicts"] == {"n1": "error"}
     assert [(r["check"], r["outcome"]) for r in again["results"]] == [(r["check"], r["outcome"]) for r in v2["results"]]
     assert again["results"][1]["raw"] == [{"key": "mlx5_5", "host": "n1", "path": "raw/n1/ib_write_bw.mlx5_5.txt"}]
+
+
+def test_a_crafted_report_cannot_write_outside_its_run(tmp_path):
+    run = make_run(tmp_path)
+    saved = json.loads((run / "report.json").read_text())
+    saved["results"][0]["hosts"] = ["../../x"]
+    saved["hosts"]["../../x"] = saved["hosts"]["n1"]
+    (run / "report.json").write_text(json.dumps(saved))
+    proc = evaluate(run)
+    assert proc.returncode == 2 and "'../../x' is not a plain name" in proc.stderr
+    assert not (tmp_path / "x.xml").exists() and not list(tmp_path.rglob("x.xml"))
+    saved["results"][0]["hosts"] = ["n1"]
+    saved["results"][0]["raw"][0]["path"] = "raw/../../../etc/passwd"
+    (run / "report.json").write_text(json.dumps(saved))
+    proc = evaluate(run)
+    assert proc.returncode == 2 and "is outside the run folder" in proc.stderr

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 from provision import checks
 from provision.engine import burnin
+from provision.engine.control import Control
 from provision.inventory import Host
 from provision.report import junit, summary
 from provision.results import schema
@@ -102,7 +103,7 @@ def test_a_check_from_a_temporary_module_runs_and_reports(tmp_path, monkeypatch)
     rundir = RunStore(tmp_path / "runs").create("site")
     run = Run(run_id="site", phases=["burnin"], hosts={h.name: HostRecord(h.profile) for h in hosts})
     run.results = burnin.run(hosts, run.hosts, rundir, LocalTransport(), only=["site_probe", "site_pair"],
-                             progress=lambda line: None)
+                             control=Control(progress=lambda line: None))
     run.finished = "now"
     rundir.save(run)
     junit.write(rundir.junit, run)
@@ -134,7 +135,8 @@ def test_a_slow_site_check_fails_naming_its_figures(tmp_path, monkeypatch):
     rundir = RunStore(tmp_path / "runs").create()
     hosts = [host("n1")]
     run = Run(run_id=rundir.name, hosts={"n1": HostRecord("h100-sxm5-80g-ndr")})
-    run.results = burnin.run(hosts, run.hosts, rundir, LocalTransport(), only=["site_probe"], progress=lambda _: None)
+    run.results = burnin.run(hosts, run.hosts, rundir, LocalTransport(), only=["site_probe"],
+                             control=Control(progress=lambda _: None))
     assert run.verdicts() == {"n1": "fail"}
     assert "bw_GBps = 7.5 GB/s, reference 10 GB/s bounds [9, -]" in run.results[0].message
     assert "SITE_SLOW: call the site's team" in summary.render(run)
@@ -149,7 +151,7 @@ def test_an_unreachable_host_errors_and_keeps_the_others(tmp_path, monkeypatch):
     rundir = RunStore(tmp_path / "runs").create()
     run = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
     run.results = burnin.run(hosts, run.hosts, rundir, LocalTransport(unreachable={"n2"}), only=["site_probe"],
-                             progress=lambda _: None)
+                             control=Control(progress=lambda _: None))
     assert run.verdicts() == {"n1": "pass", "n2": "error"}
     assert "connection refused" in run.results[1].message and run.results[1].run_error
 

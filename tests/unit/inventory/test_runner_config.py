@@ -2,8 +2,6 @@
 phase targets only GPU nodes. Nothing here runs a playbook."""
 import os
 
-from ansible_runner.interface import init_runner
-
 from provision import core, inventory, paths
 from provision.runner import ansible
 from provision.runner.ansible import PlaybookResult
@@ -17,7 +15,7 @@ def test_runner_config_checks_host_keys_and_takes_every_inventory(tmp_path, monk
     kwargs = ansible.runner_kwargs("site.yml", LAYERS, tmp_path, limit=["site-gpu-0"],
                                    vault_args=["--vault-password-file", "/secrets/pw"])
     assert kwargs["envvars"]["ANSIBLE_HOST_KEY_CHECKING"] == "True"
-    runner = init_runner(**kwargs)  # ansible-runner's own config, prepared as for a run
+    runner = ansible.prepare(kwargs)  # ansible-runner's own config, prepared as for a run
     assert runner.config.env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
     command = runner.config.command
     assert [command[i + 1] for i, a in enumerate(command) if a == "-i"] == [str(p) for p in LAYERS]
@@ -27,7 +25,7 @@ def test_runner_config_checks_host_keys_and_takes_every_inventory(tmp_path, monk
 
 def test_user_environment_cannot_turn_host_key_checking_off(tmp_path, monkeypatch):
     monkeypatch.setenv("ANSIBLE_HOST_KEY_CHECKING", "False")
-    runner = init_runner(**ansible.runner_kwargs("site.yml", LAYERS[0], tmp_path))
+    runner = ansible.prepare(ansible.runner_kwargs("site.yml", LAYERS[0], tmp_path))
     assert runner.config.env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
 
 

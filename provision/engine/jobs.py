@@ -1,0 +1,56 @@
+"""Plan checks into jobs by scope: which hosts each job covers, and what its check sees of them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from provision.checks import Check
+from provision.checks.base import Group, Pair
+from provision.results.model import Scope
+
+
+@dataclass(frozen=True)
+class Job:
+    check: Check
+    hosts: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{'+'.join(self.hosts)} {self.check.id}"
+
+
+def plan(checks: list[Check], profiles_of: dict[str, str]) -> list[Job]:
+    """Jobs in run order: node checks one per host; pair checks disjoint pairs (``pairs``);
+    group checks one per profile's hosts; cluster checks one over every host. ``profiles_of``
+    maps host -> profile name, in host order."""
+    jobs: list[Job] = []
+    names = list(profiles_of)
+    for check in checks:
+        if check.scope is Scope.NODE:
+            jobs += [Job(check, (h,)) for h in names]
+        elif check.scope is Scope.PAIR:
+            jobs += [Job(check, p) for p in pairs(names)] if len(names) > 1 else [Job(check, (names[0],))]
+        elif check.scope is Scope.GROUP:
+            by_profile: dict[str, list[str]] = {}
+            for host, profile in profiles_of.items():
+                by_profile.setdefault(profile, []).append(host)
+            jobs += [Job(check, tuple(hs)) for hs in by_profile.values()]
+        else:
+            jobs.append(Job(check, tuple(names)))
+    return jobs
+
+
+def pairs(names: list[str]) -> list[tuple[str, str]]:
+    """Disjoint neighbours (0,1), (2,3), ...; an odd last host pairs with the first, in a later round."""
+    out = [(names[i], names[i + 1]) for i in range(0, len(names) - 1, 2)]
+    if len(names) % 2:
+        out.append((names[-1], names[0]))
+    return out
+
+
+def target(check: Check, hosts: tuple):
+    """What ``check.steps`` receives: the Host (node scope), a Pair, or a Group."""
+    if check.scope is Scope.NODE:
+        return hosts[0]
+    if check.scope is Scope.PAIR and len(hosts) == 2:
+        return Pair(*hosts)
+    return Group(hosts)

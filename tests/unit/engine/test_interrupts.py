@@ -1,0 +1,158 @@
+"""Nothing measured is lost: a stop request kills the tools on the nodes and keeps every finished
+result; an exception or a lost connection in one job is that job's error; a killed run's journal
+keeps its results; a poisoned number on one host of many errs that host alone."""
+import json
+import threading
+import time
+
+from provision import checks
+from provision.engine import burnin
+from provision.engine.control import Control
+from provision.errors import CommandError
+from provision.inventory import Host
+from provision.results import schema
+from provision.results.model import HostRecord, Outcome, Run
+from provision.results.store import RunStore
+from tests.unit.engine.local import LocalConnection, LocalTransport
+
+MODULE = '''
+"""{name}: a test check."""
+import os
+from provision.checks.base import Check, Step
+from provision.checks.rules import measured
+from provision.results.model import Reference
+
+REF = Reference(10.0, -0.1, None, "GB/s", "a test figure", {{}})
+
+
+def steps(profile, host):
+    return [Step("", ["sh", "-c", {command!r}.replace("HOST", host.name)])]
+
+
+def parse(text):
+    words = text.split()
+    if {crash!r} and words and words[0] == "crash":
+        raise RuntimeError("a bug in this check")
+    return {{"tool": "t", "bw": float(words[-1])}}
+
+
+def judge(parsed, profile):
+    return [measured("node", "bw_GBps", parsed[""]["bw"], REF, "SITE_SLOW", "x")]
+
+
+CHECK = Check(id="{name}", tool="t", order={order}, steps=steps, parse=parse, judge=judge,
+              metrics={{"bw_GBps": "GB/s"}})
+'''
+
+
+def add_check(folder, name, command, order, crash=False):
+    (folder / f"{name}.py").write_text(MODULE.format(name=name, command=command, order=order, crash=crash))
+
+
+def host(name):
+    return Host(name, "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr")
+
+
+def burn(tmp_path, names, only, transport=None, control=None):
+    hosts = [host(n) for n in names]
+    rundir = RunStore(tmp_path / "runs").create()
+    run = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
+    control = control or Control(progress=lambda _: None)
+    run.results = burnin.run(hosts, run.hosts, rundir, transport or LocalTransport(), only=only, control=control,
+                             record=rundir.record)
+    return rundir, run
+
+
+def test_a_stop_kills_the_running_tool_and_keeps_what_finished(tmp_path, monkeypatch):
+    add_check(tmp_path, "quick", "echo bw 12", 1)
+    add_check(tmp_path, "slow", "sleep 30; echo bw 12", 2)
+    add_check(tmp_path, "later", "echo bw 12", 3)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    control = Control(progress=lambda _: None)
+    transport = LocalTransport()
+    threading.Timer(1.5, control.request_stop, args=("SIGTERM",)).start()
+    started = time.monotonic()
+    rundir, run = burn(tmp_path, ["n1", "n2"], ["quick", "slow", "later"], transport, control)
+    assert time.monotonic() - started < 6  # not the 30 s the tool would have taken
+    rows = {(r.check, r.hosts[0]): r for r in run.results}
+    assert rows[("quick", "n1")].outcome is Outcome.PASS and rows[("quick", "n2")].outcome is Outcome.PASS
+    assert rows[("slow", "n1")].message == "interrupted (SIGTERM) while running"
+    assert rows[("later", "n1")].message == "interrupted (SIGTERM) before it ran"
+    assert all(r.outcome is Outcome.ERROR and r.run_error for k, r in rows.items() if k[0] != "quick")
+    assert not any(p.proc.poll() is None for p in transport.processes)  # nothing left running
+    journaled = [json.loads(line)["check"] for line in rundir.journal.read_text().splitlines()]
+    assert sorted(journaled) == ["later", "later", "quick", "quick", "slow", "slow"]
+
+
+def test_an_exception_in_one_check_is_that_checks_error(tmp_path, monkeypatch):
+    add_check(tmp_path, "buggy", "echo crash HOST 1", 1, crash=True)
+    add_check(tmp_path, "fine", "echo bw 12", 2)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    _, run = burn(tmp_path, ["n1", "n2"], ["buggy", "fine"])
+    rows = {(r.check, r.hosts[0]): r for r in run.results}
+    assert rows[("buggy", "n1")].outcome is Outcome.ERROR
+    assert "internal error in buggy: RuntimeError: a bug in this check" in rows[("buggy", "n1")].message
+    assert rows[("fine", "n1")].outcome is Outcome.PASS and rows[("fine", "n2")].outcome is Outcome.PASS
+
+
+class DroppingTransport(LocalTransport):
+    """n2's connection drops after its first two commands (cat /etc/os-release, the first check)."""
+
+    def connect(self, host):
+        conn = super().connect(host)
+        if host.name != "n2":
+            return conn
+        count = [0]
+
+        class Dropping(LocalConnection):
+            def start(self, argv, timeout_s):
+                count[0] += 1
+                if count[0] > 2:
+                    raise CommandError("host n2: could not start sh: Socket is closed")
+                return super().start(argv, timeout_s)
+        return Dropping(host, self)
+
+
+def test_a_connection_lost_mid_host_keeps_the_results_judged_before(tmp_path, monkeypatch):
+    add_check(tmp_path, "first", "echo bw 12", 1)
+    add_check(tmp_path, "second", "echo bw 12", 2)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    _, run = burn(tmp_path, ["n1", "n2"], ["first", "second"], DroppingTransport())
+    rows = {(r.check, r.hosts[0]): r for r in run.results}
+    assert rows[("first", "n2")].outcome is Outcome.PASS
+    assert rows[("second", "n2")].outcome is Outcome.ERROR and "Socket is closed" in rows[("second", "n2")].message
+    assert rows[("second", "n1")].outcome is Outcome.PASS
+
+
+def test_a_poisoned_number_on_one_host_errs_that_host_alone(tmp_path, monkeypatch):
+    add_check(tmp_path, "bw", "[ HOST = n3 ] && echo bw 1e400 || echo bw 12", 1)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    rundir, run = burn(tmp_path, ["n1", "n2", "n3", "n4"], ["bw"])
+    rundir.save(run)
+    assert run.verdicts() == {"n1": "pass", "n2": "pass", "n3": "error", "n4": "pass"}
+    assert "non-finite value" in run.results[2].message
+    report = json.loads(rundir.report.read_text())  # strict JSON parsers read it too
+    assert "Infinity" not in rundir.report.read_text() and schema.problems(report) == []
+
+
+def test_a_killed_runs_journal_keeps_its_results(tmp_path, monkeypatch):
+    add_check(tmp_path, "bw", "echo bw 12", 1)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    rundir, run = burn(tmp_path, ["n1", "n2"], ["bw"])
+    rundir.save(Run(run_id=run.run_id, hosts=run.hosts))  # the last save before a SIGKILL held no results
+    with open(rundir.journal, "a") as journal:
+        journal.write('{"check": "bw", "hos')  # the line the kill cut
+    again = rundir.load()
+    def rows(results):
+        return [(r.check, r.hosts, r.outcome) for r in results]
+    assert rows(again.results) == rows(run.results)
+
+
+def test_run_folders_and_files_are_private(tmp_path, monkeypatch):
+    add_check(tmp_path, "bw", "echo bw 12", 1)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    rundir, run = burn(tmp_path, ["n1"], ["bw"])
+    rundir.save(run)
+    assert rundir.path.stat().st_mode & 0o777 == 0o700
+    for path in rundir.path.rglob("*"):
+        assert path.stat().st_mode & 0o077 == 0, path
