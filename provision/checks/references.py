@@ -8,8 +8,6 @@ is refused with one line naming the profile file and the key path.
 """
 from __future__ import annotations
 
-import jsonschema
-
 from provision.checks import registry
 from provision.errors import ProfileError
 from provision.profiles import schema
@@ -32,7 +30,7 @@ def validate(profile) -> None:
                 raise ProfileError(f"{where}: {key}.unit: must be {check.metrics[metric]!r}, "
                                    f"not {row.get('unit')!r}")
             declared = check.params.get(metric, {"properties": {}})
-            errors = list(jsonschema.Draft202012Validator(
+            errors = list(schema.Validator(  # the profiles' validator: an integer is an int, not 60.0
                 {"type": "object", "additionalProperties": False, **declared}).iter_errors(row.get("params") or {}))
             if errors:
                 raise ProfileError(f"{where}: {schema.describe(errors[0], key + '.params')}")

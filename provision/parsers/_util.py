@@ -20,9 +20,10 @@ import re
 from provision.errors import ParseError
 
 # The largest saved output parse_tool reads (a week of `journalctl -k` on a busy node is a few
-# MiB) and the longest line: the kernel's printk records are at most 1 KiB (LOG_LINE_MAX in
-# kernel/printk/printk.c) and the widest tables (`nvidia-smi topo -m` on 72 GPUs) a few hundred
-# characters, so a longer line is not a tool's output.
+# MiB) and the longest line: a kernel log record is at most 1-2 KiB (CONSOLE_LOG_MAX, later
+# PRINTK_MESSAGE_MAX, https://github.com/torvalds/linux/blob/master/kernel/printk/internal.h) and
+# the widest tables (`nvidia-smi topo -m` on 72 GPUs) a few hundred characters, so a longer line
+# is not a tool's output.
 MAX_TEXT_CHARS = 64 * 2**20
 MAX_LINE_CHARS = 64 * 2**10
 # The longest number any supported tool prints is a byte count (fio's io_bytes: 20 digits).
@@ -35,6 +36,7 @@ TEMP_RANGE_C = (-50.0, 150.0)
 _MISSING = {"", "n/a", "[n/a]", "na", "none", "unknown", "[unknown]", "[not supported]",
             "not supported", "-", "--", "err!", "[err!]", "<unknown>"}
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NON_FINITE = re.compile(r"[-+]?(?:inf|infinity|nan)", re.IGNORECASE)
 _MPI_TAG = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?")
 
 
@@ -46,10 +48,15 @@ def is_missing(text: str | None) -> bool:
 def num(text: str | None) -> int | float | None:
     """The first number in ``text`` ("72W" -> 72, "43.89 W" -> 43.89, "16x" -> 16).
 
-    Integers stay ``int``; placeholders and text without a number give ``None``.
+    Integers stay ``int``; placeholders and text without a number give ``None``. A value
+    printed as "inf", "nan" (C's printf of a non-finite double) or one that overflows a
+    float ("1e400") is a ParseError: no tool's figure is infinite.
     """
     if text is None or is_missing(text):
         return None
+    first = text.split(None, 1)[0]
+    if _NON_FINITE.fullmatch(first):
+        raise ParseError(f"value {_show(first)} is not a finite number")
     match = _NUMBER.search(text)
     if not match:
         return None
@@ -77,7 +84,9 @@ def to_float(token: str, what: str = "number") -> float:
         value = float(token)
     except ValueError:
         raise ParseError(f"{what} {_show(token)} is not a number") from None
-    return finite(value, what)
+    if not math.isfinite(value):
+        raise ParseError(f"{what} {_show(token)} is not a finite number")
+    return value
 
 
 def finite(value: float, what: str = "number") -> float:
@@ -94,9 +103,13 @@ def in_range(value, low: float | None, high: float | None, what: str, unit: str 
     if isinstance(value, float):
         finite(value, what)
     if (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'}"
-        raise ParseError(f"{what} {value:g}{unit and ' ' + unit} is outside {bounds}{unit and ' ' + unit}: "
-                         "not a reading a working tool prints")
+        unit = unit and " " + unit
+        if high is None:
+            wrong = "negative" if low == 0 else f"below {low:g}{unit}"
+        else:
+            wrong = f"above {high:g}{unit}" if low is None else f"outside {low:g}..{high:g}{unit}"
+        shown = value if isinstance(value, int) else f"{value:g}"
+        raise ParseError(f"{what} {shown}{unit} is {wrong}: not a reading a working tool prints")
     return value
 
 
@@ -119,11 +132,6 @@ def check_size(text: str) -> None:
         if longest > MAX_LINE_CHARS:
             raise ParseError(f"a line is {longest} characters, over the {MAX_LINE_CHARS} a tool's output line "
                              "may have")
-
-
-def _show(token: str) -> str:
-    """A token for an error message, cut to 20 characters."""
-    return repr(token if len(token) <= 20 else token[:20] + "...")
 
 
 def is_digits(token: str) -> bool:
@@ -173,3 +181,8 @@ def require_text(text: str, what: str) -> None:
 def refuse(what: str, missing: str) -> ParseError:
     """The one-line error for text that is not ``what``'s output."""
     return ParseError(f"not {what} output: {missing}")
+
+
+def _show(token: str) -> str:
+    """A token for an error message, cut to 20 characters."""
+    return repr(token if len(token) <= 20 else token[:20] + "...")

@@ -10,7 +10,10 @@ Units: ``*_bw_MiBps`` MiB/s, ``*_iops`` per second, ``lat_p99_ms`` ms (the
 worse of read and write, from clat percentiles, or lat percentiles where only those
 are printed). ``errors`` sums every job's err. Raises ParseError when neither a
 fio job line nor fio JSON is present. ``complete`` is false without "Run status
-group" (text) or when the JSON document is cut short (then no jobs are read).
+group" (text) or when the JSON document is cut short (then no jobs are read). A JSON figure
+that is not a finite, non-negative number (Python's json reads NaN, Infinity and 1e400 as
+floats), a member of the wrong type, or a document nested past the recursion limit is a
+ParseError.
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ names. Per-device lines may be glued to "Killing processes.." on one line.
 Units: ``gflops`` Gflop/s, ``temp_C`` C; values are from the last progress line.
 ``completed``/``complete`` are false without the verdict block (gpu_burn always
 exits 0, so the verdict is the result). Raises ParseError with neither progress
-lines nor a verdict block.
+lines nor a verdict block, for a temperature outside ``TEMP_RANGE_C`` (provision/parsers/_util.py)
+and for more than ``MAX_GPUS`` GPUs.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ _STARTED = re.compile(r"Burning for \d+ seconds|Initialized device \d+ with|(?<!
 _TESTED = re.compile(r"Tested\s+(\d+)\s+GPUs")
 _GFLOPS = re.compile(r"\(([\d.]+)\s*Gflop/s\)")
 _ERRORS = re.compile(r"(-?\d+)\s*(\(WARNING!\))?")
-_TEMPS = re.compile(r"(?<!\d)(\d+|N/A)\s*C?\b")
+_TEMPS = re.compile(r"(?<![\d-])(-?\d+|N/A)\s*C?\b")
 # A node with more GPUs than this is not a node: "Tested 99999999999 GPUs" must not build
 # a list of that many records (NVL72 racks hold 72 GPUs in 18 trays of 4).
 MAX_GPUS = 1024

@@ -37,7 +37,9 @@ def parse(text: str) -> dict:
     ca: dict = {}
     tool = None
     for row in lines(text):
-        tool = _header(row, ca, ports) or tool
+        header = _header(row, ports)
+        if header:
+            tool, ca = header
         port = _PORT.match(row)
         if port and ca and tool != "ibstatus":
             ports.append(_new_port(ca, to_int(port.group(1) or port.group(2), "port number")))
@@ -53,16 +55,15 @@ def parse(text: str) -> dict:
     return {"tool": tool, "complete": complete, "ports": [_port(p) for p in ports]}
 
 
-def _header(row: str, ca: dict, ports: list[dict]) -> str | None:
-    """Start a new CA (or, for ibstatus, a new port); return the format's name."""
+def _header(row: str, ports: list[dict]) -> tuple[str, dict] | None:
+    """The format's name and a new CA record (for ibstatus also a new port), or None."""
     for pattern, tool in ((_CA, "ibstat"), (_IBSTATUS, "ibstatus"), (_HCA, "ibv_devinfo")):
         match = pattern.match(row)
         if match:
-            ca.clear()
-            ca["name"] = match.group(1)
+            ca = {"name": match.group(1)}
             if tool == "ibstatus":
                 ports.append(_new_port(ca, to_int(match.group(2), "port number")))
-            return tool
+            return tool, ca
     return None
 
 
@@ -77,8 +78,12 @@ def _pair(row: str) -> tuple[str, str] | None:
 
 
 def _new_port(ca: dict, number: int) -> dict:
-    """A port record that remembers its CA's fields as read so far."""
-    return {"ca": ca["name"], "port": number, "_ca": ca.copy()}
+    """A port record that remembers its CA's fields as read so far.
+
+    The CA record itself, not a copy (a copy per port is quadratic in ports x CA fields): once
+    its CA has a port, every "key: value" line goes to the port, so the CA record is final.
+    """
+    return {"ca": ca["name"], "port": number, "_ca": ca}
 
 
 def _port(raw: dict) -> dict:

@@ -27,6 +27,11 @@ from provision.parsers._util import is_digits, lines, non_negative, num, refuse,
 TOOL = "nccl-tests"
 TOOLS = (TOOL,)
 _NCCL_LOG = re.compile(r"\bNCCL (INFO|WARN)\b")
+# Header facts: (key, the literal a line must hold, pattern); the literal skips the search.
+_SETTINGS = [("nthread", "nThread", re.compile(r"\bnThread (\d+)")), ("ngpus", "nGpus", re.compile(r"\bnGpus (\d+)")),
+             ("validation", "validation", re.compile(r"\bvalidation: (\d+)")),
+             ("version", "nccl-tests version", re.compile(r"nccl-tests version (\S+)"))]
+_COMMAND = re.compile(r"\b([a-z_]+)_perf\b(.*)")
 # The GPU name's trailing blanks are stripped in code: ``(.*?)\s*$`` is quadratic on a run of spaces.
 _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[([^\]]*)\]\s+(.*)$")
@@ -39,7 +44,8 @@ _ELEMENT_BYTES = {"int8": 1, "uint8": 1, "char": 1, "half": 2, "float16": 2, "bf
 def parse(text: str) -> dict:
     """Parse nccl-tests output into the contract's dict (see module doc)."""
     require_text(text, "nccl-tests")
-    state: dict[str, Any] = {"rows": [], "warnings": [], "error_codes": [], "ranks": {}, "header": {}}
+    # error_codes: a dict used as an ordered set (a list's `in` is quadratic in distinct codes)
+    state: dict[str, Any] = {"rows": [], "warnings": [], "error_codes": {}, "ranks": {}, "header": {}}
     for row in lines(text):
         _line(strip_mpi_tag(row), state)
     header = state["header"]
@@ -50,14 +56,14 @@ def parse(text: str) -> dict:
 
 def _line(row: str, state: dict) -> None:
     """Route one line: NCCL log, data row, or header/summary."""
-    log = _NCCL_LOG.search(row)
+    log = _NCCL_LOG.search(row) if "NCCL " in row else None
     if log:
         state["log"] = True
         if log.group(1) == "WARN":
             state["warnings"].append(row.strip())
         code = re.search(r"->\s*(\d+)", row)
-        if code and to_int(code.group(1), "NCCL error code") not in state["error_codes"]:
-            state["error_codes"].append(to_int(code.group(1), "NCCL error code"))
+        if code:
+            state["error_codes"].setdefault(to_int(code.group(1), "NCCL error code"))
         return
     data = _data_row(row.split())
     if data:
@@ -87,18 +93,17 @@ def _header_line(row: str, state: dict) -> None:
 
 def _settings(row: str, header: dict) -> None:
     """nThread/nGpus/validation, version, collective name and command-line options."""
-    for key, pattern in (("nthread", r"\bnThread (\d+)"), ("ngpus", r"\bnGpus (\d+)"),
-                         ("validation", r"\bvalidation: (\d+)"), ("version", r"nccl-tests version (\S+)")):
-        match = re.search(pattern, row)
+    for key, literal, pattern in _SETTINGS:
+        match = pattern.search(row) if literal in row else None
         if match:
             header[key] = match.group(1) if key == "version" else to_int(match.group(1), key)
-    command = re.search(r"\b([a-z_]+)_perf\b(.*)", row)
+    command = _COMMAND.search(row) if "_perf" in row else None
     if command and "collective" not in header:
         header["collective"] = command.group(1)
-        for key, pattern in (("cmd_g", r"(?:-g|--ngpus)[\s=]*(\d+)"), ("cmd_t", r"(?:-t|--nthreads)[\s=]*(\d+)")):
-            match = re.search(pattern, command.group(2))
-            if match:
-                header[key] = to_int(match.group(1), key)
+        for key, option in (("cmd_g", r"(?:-g|--ngpus)[\s=]*(\d+)"), ("cmd_t", r"(?:-t|--nthreads)[\s=]*(\d+)")):
+            found = re.search(option, command.group(2))
+            if found:
+                header[key] = to_int(found.group(1), key)
 
 
 def _data_row(tokens: list[str]) -> dict | None:
@@ -153,7 +158,7 @@ def _result(state: dict) -> dict:
         "out_of_bounds_values": oob[0] if oob else None,
         "out_of_bounds_failed": oob[1] if oob else None,
         "warnings": state["warnings"],
-        "error_codes": state["error_codes"],
+        "error_codes": list(state["error_codes"]),
     }
 
 

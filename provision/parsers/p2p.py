@@ -20,7 +20,8 @@ from provision.parsers._util import is_digits, lines, non_negative, num, refuse,
 
 TOOL = "p2pBandwidthLatencyTest"
 TOOLS = (TOOL,)
-_DEVICE = re.compile(r"^Device:\s*(\d+),\s*(.*?),\s*pciBusID:\s*([0-9a-fA-F]+),\s*pciDeviceID:\s*"
+# The name is left-stripped in code: ``,\s*(.*?),`` backtracks quadratically over a run of blanks.
+_DEVICE = re.compile(r"^Device:\s*(\d+),(.*?),\s*pciBusID:\s*([0-9a-fA-F]+),\s*pciDeviceID:\s*"
                      r"([0-9a-fA-F]+),\s*pciDomainID:\s*([0-9a-fA-F]+)")
 _ACCESS = re.compile(r"^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+)")
 _TITLES = [
@@ -61,7 +62,7 @@ def _line(row: str, state: dict) -> None:
     title = next((key for pattern, key in _TITLES if pattern.match(row.strip())), None)
     tokens = row.split()
     if device:
-        state["devices"].append({"index": to_int(device.group(1), "device"), "name": device.group(2),
+        state["devices"].append({"index": to_int(device.group(1), "device"), "name": device.group(2).lstrip(),
                                  "pci_bus_id": device.group(3), "pci_domain_id": device.group(5)})
     elif access:
         peers = state["access"].setdefault(to_int(access.group(1), "device"), {})

@@ -85,7 +85,7 @@ def _tables(rows: list[str]) -> list[tuple[int, list[str], bool]]:
 def _table_body(rows: list[str], start: int) -> tuple[int, list[str], bool]:
     """Data lines after a header (warnings skipped) up to the closing dashes."""
     data: list[str] = []
-    for row in rows[start + 1:]:
+    for row in map(rows.__getitem__, range(start + 1, len(rows))):  # a slice copies: quadratic in tables
         stripped = row.strip()
         if stripped.startswith("---"):
             return start, data, True

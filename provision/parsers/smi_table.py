@@ -109,7 +109,7 @@ def _line2(cell: str) -> dict:
     """Fan, temperature, perf state, power and cap of a GPU's second line ("N/A 34C P0 70W / 700W")."""
     match = _LINE2.fullmatch(cell.rstrip())
     split = _power_cap(match.group(4).split()) if match else None
-    if split is None:
+    if match is None or split is None:
         return {}
     return {"fan": match.group(1), "temp": match.group(2), "perf": match.group(3),
             "power": split[0], "cap": split[1]}

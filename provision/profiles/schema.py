@@ -27,12 +27,23 @@ TYPES = {"number": "a number", "integer": "an integer", "string": "a string", "b
          "object": "a mapping", "array": "a list", "null": "null"}
 
 
+def _whole(checker: Any, instance: Any) -> bool:
+    """An integer is an int: JSON Schema's ``integer`` also admits 8.0, and a count or a size
+    written 8.0 would reach ``range()`` and command lines as a float."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole))
+
+
 @functools.cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
     """The validator of ``<name>.schema.json`` (checked against the metaschema once)."""
     schema = json.loads((HERE / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    return Validator(schema)
 
 
 def validate(data: Any, name: str, origin: str, prefix: str = "") -> None:

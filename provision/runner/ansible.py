@@ -12,8 +12,10 @@ written (``suppress_env_files``), and the ``ansible/`` folder is 0700 with its f
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import tempfile
 import shlex
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -104,6 +106,7 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
     ``inventory`` goes as a list of absolute paths, which ansible-runner passes as one ``-i`` each.
     """
     envvars = {"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0", **HOST_KEY_ENV,
+               "ANSIBLE_SSH_CONTROL_PATH_DIR": control_path_dir(artifacts_dir),
                "PATH": f"{Path(paths.tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     sources = [inventory] if isinstance(inventory, (str, Path)) else list(inventory)
     kwargs = dict(private_data_dir=str(artifacts_dir), playbook=str(paths.PLAYBOOKS / playbook),
@@ -117,6 +120,16 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
     if vault_args:
         kwargs["cmdline"] = shlex.join(vault_args)
     return kwargs
+
+
+def control_path_dir(artifacts_dir: Path) -> str:
+    """SSH ControlPersist sockets of this run only: OpenSSH checks a host key when a master
+    connection is made, so a master left by an earlier run would carry a changed key past the
+    check. Short (a socket path is at most 108 bytes, unix(7)), under the temp folder, 0700."""
+    digest = hashlib.sha256(str(artifacts_dir.resolve()).encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"provision-cp-{digest}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return str(folder)
 
 
 def prepare(kwargs: dict) -> Runner:

@@ -164,7 +164,7 @@ def test_a_changed_host_key_stops_that_host(sim_rack, tmp_path):
 
 
 SLOW_CHECK = """
-\\"\\"\\"slow_probe: a site check whose tool runs for minutes (for the interrupt test).\\"\\"\\"
+\"\"\"slow_probe: a site check whose tool runs for minutes (for the interrupt test).\"\"\"
 from provision.checks.base import Check, Step
 
 
@@ -235,3 +235,52 @@ def test_a_node_killed_mid_install_is_an_error_naming_its_task(sim_rack, tmp_pat
     failed = [(role, f["task"]) for role, r in install["node04"]["roles"].items() for f in r["failed"]]
     assert failed and all(task for _, task in failed), install["node04"]
     assert "node04" in out and "UNREACHABLE" in out
+
+
+STEADY_CHECK = """
+\"\"\"steady_probe: a site check whose tool runs {seconds} s, then passes (for the dead-node test).\"\"\"
+from provision.checks.base import Check, Step
+from provision.checks.rules import expect
+
+
+def steps(profile, host):
+    return [Step("", ["sh", "-c", "sleep {seconds}; echo steady"])]
+
+
+def parse(text):
+    return {{"tool": "sh", "said": text.strip()}}
+
+
+def judge(parsed, profile):
+    return [expect("node", "said", parsed[""]["said"], "steady", "SITE_STEADY", "look at the node")]
+
+
+CHECK = Check(id="steady_probe", tool="sh", order=95, steps=steps, parse=parse, judge=judge, timeout_s=120)
+"""
+
+
+def test_a_node_killed_mid_burnin_loses_only_its_own_running_check(sim_rack, tmp_path):
+    """node03 dies while every node runs a 20 s tool: its earlier result is kept, its running check
+    is an error, the others pass, and the run ends. Runs after the install test killed node04."""
+    (tmp_path / "steady_probe.py").write_text(STEADY_CHECK.format(seconds=20))
+    run_id = f"itest-deadburn-{id(sim_rack) % 10000}"
+    proc = subprocess.Popen([sys.executable, "-m", "provision", "burnin", "-i", str(sim_rack), "--run-id", run_id,
+                             "--checks", "xid,steady_probe"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "PROVISION_CHECK_PATH": str(tmp_path)})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        running = subprocess.run(["pgrep", "-fc", "^sleep 20$"], capture_output=True, text=True).stdout.strip()
+        if running == "3":  # node01..node03 (node04 died in the install test)
+            break
+        time.sleep(0.3)
+    node = next(n for n in rack.load_nodes(sim_rack) if n.name == "node03")
+    os.kill(node.pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out[-2000:]
+    rep = report_of(run_id)
+    rows = {h: {r["check"]: r for r in rows_of(rep, h)} for h in HOSTS}
+    assert rows["node03"]["xid"]["outcome"] == "pass"  # judged before the node died: kept
+    assert rows["node03"]["steady_probe"]["outcome"] == "error"
+    for host in ("node01", "node02"):
+        assert {c: r["outcome"] for c, r in rows[host].items()} == {"xid": "pass", "steady_probe": "pass"}
+    assert rep["verdicts"] == {"node01": "pass", "node02": "pass", "node03": "error", "node04": "error"}

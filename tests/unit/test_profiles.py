@@ -79,6 +79,51 @@ def test_a_schema_violation_is_one_line_naming_the_file_and_the_key_path(tmp_pat
     assert re.search(message, text), text
 
 
+BUSBW = ("references", "nccl_allreduce", "busbw_GBps")
+
+
+def _set(path: tuple, key: str, value):
+    """A change for ``write_variant``: data[path...][key] = value."""
+    def change(data):
+        node = data
+        for part in path:
+            node = node[part]
+        node[key] = value
+    return change
+
+
+@pytest.mark.parametrize("change,message", [
+    (_set((), "gpu", "lots"), r"x.yaml: gpu: not a mapping: 'lots'$"),
+    (_set(("gpu",), "count", -1), r"x.yaml: gpu.count: -1 is out of range \(minimum 0\)$"),
+    (_set(("hca",), "count", "many"), r"x.yaml: hca.count: not an integer: 'many'$"),
+    (_set(("gpu",), "count", 8.0), r"x.yaml: gpu.count: not an integer: 8.0$"),
+    (_set(BUSBW, "value", 0), r"x.yaml: references.nccl_allreduce.busbw_GBps.value: 0 is out of range "
+                              r"\(exclusiveMinimum 0\)$"),
+    (_set(BUSBW, "value", -450.0), r"busbw_GBps.value: -450.0 is out of range \(exclusiveMinimum 0\)$"),
+    (_set(BUSBW, "value", float("nan")), r"x.yaml: references.nccl_allreduce.busbw_GBps.value: .nan is not a finite "
+                                         r"number$"),
+    (_set(BUSBW, "value", float("inf")), r"busbw_GBps.value: .inf is not a finite number$"),
+    (_set(BUSBW, "lower", float("-inf")), r"busbw_GBps.lower: -.inf is not a finite number$"),
+    (_set(BUSBW, "upper", float("nan")), r"busbw_GBps.upper: .nan is not a finite number$"),
+    (_set(("gpu", "nvlink"), "speed_GBps", float("inf")),
+     r"x.yaml: gpu.nvlink.speed_GBps: .inf is not a finite number$"),
+], ids=["gpu-not-a-mapping", "negative-count", "count-not-an-integer", "count-a-float", "zero-reference",
+        "negative-reference", "nan-reference", "inf-reference", "inf-lower", "nan-upper", "inf-fact"])
+def test_an_impossible_number_is_refused_naming_the_file_and_the_key(tmp_path, change, message):
+    """A reference is a positive finite figure (its bounds are fractions of it: NaN compares false
+    with every bound, so nothing could fail against it); facts are finite and counts whole."""
+    text = load_error(write_variant(tmp_path, change))
+    assert "\n" not in text
+    assert re.search(message, text), text
+
+
+def test_a_non_finite_override_is_refused_naming_the_override():
+    with pytest.raises(ProfileError, match=r"^host n1: provision_reference_overrides: references.ib_write_bw."
+                                           r"bw_avg_Gbps.value: .nan is not a finite number$"):
+        profiles.load("h100-sxm5-80g-ndr").with_overrides({"ib_write_bw": {"bw_avg_Gbps": {"value": float("nan")}}},
+                                                          "host n1")
+
+
 def test_site_override_changes_one_reference_only():
     base = profiles.load("h100-sxm5-80g-ndr")
     site = base.with_overrides({"ib_write_bw": {"bw_avg_Gbps": {"value": 360.0}}}, "group_vars/all.yml")

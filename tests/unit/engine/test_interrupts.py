@@ -156,3 +156,38 @@ def test_run_folders_and_files_are_private(tmp_path, monkeypatch):
     assert rundir.path.stat().st_mode & 0o777 == 0o700
     for path in rundir.path.rglob("*"):
         assert path.stat().st_mode & 0o077 == 0, path
+
+
+class FlakyTransport(LocalTransport):
+    """The first connection to each host is refused; a wrong host key is refused every time."""
+
+    def __init__(self, key_mismatch=()):
+        super().__init__()
+        self.tries: dict[str, int] = {}
+        self.key_mismatch = set(key_mismatch)
+
+    def connect(self, host):
+        self.tries[host.name] = self.tries.get(host.name, 0) + 1
+        if host.name in self.key_mismatch:
+            raise CommandError(f"host {host.name}: SSH failed: Server {host.name!r} not found in known_hosts")
+        if self.tries[host.name] == 1:
+            raise CommandError(f"host {host.name}: SSH failed: [Errno 111] Connection refused")
+        return super().connect(host)
+
+
+def test_connecting_is_retried_but_a_host_key_refusal_is_not(tmp_path, monkeypatch):
+    add_check(tmp_path, "bw", "echo bw 12", 1)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    transport = FlakyTransport(key_mismatch={"n2"})
+    _, run = burn(tmp_path, ["n1", "n2"], ["bw"], transport)
+    assert run.verdicts() == {"n1": "pass", "n2": "error"}
+    assert transport.tries == {"n1": 2, "n2": 1}  # a check is never re-run; only the connection is
+
+
+def test_the_watchdog_names_long_running_jobs():
+    control = Control(progress=lambda _: None, watchdog_s=60)
+    control.job_started("node03 gpu_stress")
+    control.job_started("node01 xid")
+    control.running["node01 xid"] = control.running["node03 gpu_stress"] + 50  # started 50 s later
+    rows = control.long_running(now=control.running["node03 gpu_stress"] + 100)
+    assert [label for label, _ in rows] == ["node03 gpu_stress"]

@@ -4,14 +4,17 @@
 directly, past ``parse_tool``'s size guard, so the parsers' own code is what is tested) and
 each check's ``parse`` (``check:<id>``; the small parsers inside stack, storage, nvbandwidth,
 pcie_link, gpu_stress). ``CAPTURES``: (parser name, file name, text) for every sample in
-tests/data/samples/ and every capture in tests/data/<check>/.
+tests/data/samples/ and every capture in tests/data/<check>/. ``PROFILE``: the H100 profile with
+the simulated rack's site facts (provision/sim/site.yml), so the storage check has its bond.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from provision import parsers
+import yaml
+
+from provision import parsers, paths, profiles
 from provision.checks import registry
 from tests.unit.parsers._sample_rules import TOOL_OF
 
@@ -32,3 +35,8 @@ def _captures() -> list[tuple[str, str, str]]:
 
 
 CAPTURES = _captures()
+
+
+_SITE = yaml.safe_load((paths.ROOT / "provision/sim/site.yml").read_text())["provision_storage"]
+PROFILE = profiles.for_host("h100-sxm5-80g-ndr", {"provision_storage": {**_SITE, "bonding_dir": "/proc/net/bonding"}},
+                            "node07")

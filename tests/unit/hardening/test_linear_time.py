@@ -3,7 +3,8 @@
 Nested or adjacent quantifiers over overlapping classes (``(.*?)\\s*$``, ``([^:]+?)\\s*:``,
 ``.*?X.*?Y``) take seconds to hours on one long line of blanks, digits, colons or repeated
 tokens. The parsers are called directly (past ``parse_tool``'s line bound) after a lead-in
-that takes them to their line patterns. The 2 s alarm is a guard against a hang, not a
+that takes them to their line patterns; the checks' own parsers, which read only what
+``parse_tool`` admitted, get lines just under ``MAX_LINE_CHARS``. The 2 s alarm is a guard against a hang, not a
 measure of speed: a linear parse of 1 MiB takes milliseconds.
 """
 from __future__ import annotations
@@ -21,44 +22,65 @@ from tests.unit.hardening._inputs import PARSERS
 MIB = 2**20
 GUARD_S = 2.0
 
-# Shapes of the long line, each 1 MiB.
+# Shapes of the long line, n characters each.
 SHAPES = {
-    "spaces": "a" + " " * MIB + "b",
-    "leading-blanks": " \t" * (MIB // 2) + "x",
-    "digits": "9" * MIB + "a",
-    "colons": ":" * MIB,
-    "colon-space": ": " * (MIB // 2),
-    "word-space": "a " * (MIB // 2),
-    "tokens": "1.0 " * (MIB // 4) + "x",
-    "dots": "1." * (MIB // 2),
-    "slashes": "1 2 3 " + "/" * MIB + " y",
-    "repeated-keys": "io=1KB errors: (UUID: 1th=[ GPU 0: Link 0: " * (MIB // 42),
+    "spaces": lambda n: "a" + " " * n + "b",
+    "leading-blanks": lambda n: " \t" * (n // 2) + "x",
+    "digits": lambda n: "9" * n + "a",
+    "colons": lambda n: ":" * n,
+    "colon-space": lambda n: ": " * (n // 2),
+    "word-space": lambda n: "a " * (n // 2),
+    "tokens": lambda n: "1.0 " * (n // 4) + "x",
+    "dots": lambda n: "1." * (n // 2),
+    "slashes": lambda n: "1 2 3 " + "/" * n + " y",
+    "repeated-keys": lambda n: "io=1KB errors: (UUID: 1th=[ GPU 0: Link 0: " * (n // 42),
 }
-# What each parser must see first to reach the patterns that read such a line.
-LEAD_INS = [
-    "",
-    "Bonding Mode: IEEE 802.3ad\nSlave Interface: eth0\n  Speed: ",
-    "CA 'mlx5_0'\n\tPort 1:\n\t\tState: ",
-    "hca_id: mlx5_0\n\tport:\t1\n\t\tstate: ",
-    "[  1.0] NVRM: Xid (PCI:0000:01:00): 79, ",
-    "x: (g=0): rw=write, bs=1M, ioengine=libaio, iodepth=1\nx: (groupid=0, jobs=1): err= 0: pid=1\n  write: ",
-    "50.0%  proc'd: 1 (7150 Gflop/s) errors: 0 temps: ",
-    "GPU 0: ",
-    "# Rank  0 Group  0 Pid 1 on host device  0 [0x01] ",
-    "Running host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n 0 ",
-    "Device 0: ",
-    "   RDMA_Write BW Test\n Dual-port       : OFF\t\tDevice : ",
-    " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536 ",
-    "| Diagnostic | Result |\n| Memory | ",
-    "NVIDIA-SMI 550.54 Driver Version: 550.54 CUDA Version: 12.4\n|====|\n| 0 ",
-    "==============NVSMI LOG==============\nDriver Version : 550\nGPU 00000000:01:00.0\n    ",
-    "index, temperature.gpu\n0, ",
-    "\tGPU0\tGPU1\tNIC0\nGPU0\t",
-    "0000:19:00.0 3D controller: NVIDIA\n\t\tLnkCap:\t",
-    "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nUnidirectional P2P=Enabled Bandwidth Matrix (GB/s)\n   D\\D     0\n     0 ",
-    "<nvidia_smi_log><gpu id='x'><product_name>",
-    "Cuda compilation tools, release 12.4, V",
-]
+# What a parser must see first to reach the patterns that read such a line.
+LEAD_INS = {
+    "bond": "Bonding Mode: IEEE 802.3ad\nSlave Interface: eth0\n  Speed: ",
+    "ibstat": "CA 'mlx5_0'\n\tPort 1:\n\t\tState: ",
+    "ibstatus": "Infiniband device 'mlx5_0' port 1 status:\n\tstate: ",
+    "ibv_devinfo": "hca_id: mlx5_0\n\tport:\t1\n\t\tstate: ",
+    "xid": "[  1.0] NVRM: Xid (PCI:0000:01:00): 79, ",
+    "fio": "x: (g=0): rw=write, bs=1M, ioengine=libaio, iodepth=1\nx: (groupid=0, jobs=1): err= 0: pid=1\n  write: ",
+    "progress": "50.0%  proc'd: 1 (7150 Gflop/s) errors: 0 temps: ",
+    "gpu": "GPU 0: ",
+    "link": "GPU 0: NVIDIA A100 (UUID: GPU-1)\n\t Link 0: ",
+    "rank": "# Rank  0 Group  0 Pid 1 on host device  0 [0x01] ",
+    "nccl_row": "#  size  count  type  redop  root  time  algbw  busbw #wrong\n  1024 256 float sum -1 ",
+    "running": "Running host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n 0 1\n 0 ",
+    "device": "Device 0: ",
+    "perftest": "   RDMA_Write BW Test\n Dual-port       : OFF\t\tDevice : ",
+    "bytes": " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536 ",
+    "dcgmi": "| Diagnostic | Result |\n| Memory | ",
+    "table": "NVIDIA-SMI 550.54 Driver Version: 550.54 CUDA Version: 12.4\n|====|\n| 0 ",
+    "query": "==============NVSMI LOG==============\nDriver Version : 550\nGPU 00000000:01:00.0\n    ",
+    "csv": "index, temperature.gpu\n0, ",
+    "topo": "\tGPU0\tGPU1\tNIC0\nGPU0\t",
+    "lspci": "0000:19:00.0 3D controller: NVIDIA\n\t\tLnkCap:\t",
+    "p2p": "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nUnidirectional P2P=Enabled Bandwidth Matrix (GB/s)\n"
+           "   D\\D     0\n     0 ",
+    "p2p_device": "Device: 0, ",
+    "xml": "<nvidia_smi_log><gpu id='x'><product_name>",
+    "nvcc": "Cuda compilation tools, release 12.4, V",
+    "package": "libnccl2 ",
+}
+# Parser -> its lead-ins (each parser also reads the bare line).
+READS = {
+    "bonding": ["bond"], "check:storage": ["bond", "fio"],
+    "ibstat": ["ibstat", "ibstatus", "ibv_devinfo"], "ibstatus": ["ibstatus"], "ibv_devinfo": ["ibv_devinfo"],
+    "check:ib_ports": ["ibstat"],
+    "dmesg-xid": ["xid"], "check:xid": ["xid"], "fio": ["fio"],
+    "gpu-burn": ["progress", "gpu"], "check:gpu_stress": ["progress", "gpu", "dcgmi"], "dcgmi-diag": ["dcgmi"],
+    "nvidia-smi-nvlink": ["gpu", "link"], "check:nvlink": ["gpu", "link"],
+    "nccl-tests": ["rank", "nccl_row"], "check:nccl_allreduce": ["rank", "nccl_row"],
+    "nvbandwidth": ["running"], "check:nvbandwidth": ["running", "device"],
+    "perftest": ["perftest", "bytes"], "check:ib_write_bw": ["perftest", "bytes"],
+    "nvidia-smi": ["table"], "nvidia-smi-q": ["query"], "nvidia-smi-csv": ["csv"],
+    "nvidia-smi-topo": ["topo"], "check:topology": ["topo"], "lspci": ["lspci"], "check:pcie_link": ["lspci"],
+    "p2pBandwidthLatencyTest": ["p2p", "p2p_device"], "nvidia-smi-qx": ["xml"], "check:gpu_health": ["xml"],
+    "check:stack": ["nvcc", "package"],
+}
 
 
 class Hang(Exception):
@@ -81,16 +103,56 @@ def guard(what: str):
 @pytest.mark.parametrize("name", sorted(PARSERS))
 def test_a_one_mib_line_of_any_shape_parses_or_is_refused_without_hanging(name):
     parse = PARSERS[name]
-    for shape, line in SHAPES.items():
-        for lead_in in LEAD_INS:
+    size = MAX_LINE_CHARS - 100 if name.startswith("check:") else MIB
+    for shape, make in SHAPES.items():
+        line = make(size)
+        for lead_in in [""] + [LEAD_INS[key] for key in READS[name]]:
             try:
-                with guard(f"{name} on a 1 MiB line of {shape} after {lead_in[:30]!r}"):
+                with guard(f"{name} on a {len(line)}-character line of {shape} after {lead_in[:30]!r}"):
                     result = parse(lead_in + line)
             except ParseError:
                 continue
             except Hang as hang:
                 pytest.fail(f"{hang}: still parsing after {GUARD_S} s (a super-linear pattern)")
             assert isinstance(result, dict)
+
+
+# Many-line texts of 256 KiB that made a parser quadratic in its number of lines: a list copied
+# or scanned per line (a CA's fields per port, a slice of the rest per table, `in` on a list of
+# codes or columns), or ``^[^:]*`` / ``^\s*`` under re.M running from every line start to the end.
+K = 2**18
+MANY_LINES = {
+    "ca-fields-then-ports": ("CA 'x'\n" + "".join(f"k{i}: v\n" for i in range(K // 20)) + "\tPort 1:\n" * (K // 20),
+                             ["ibstat", "ibstatus", "ibv_devinfo", "check:ib_ports"]),
+    "distinct-nccl-codes": ("".join(f"NCCL WARN x -> {i}\n" for i in range(K // 20)),
+                            ["nccl-tests", "check:nccl_allreduce"]),
+    "result-headers": ("#bytes\n" * (K // 7), ["perftest", "check:ib_write_bw"]),
+    "lnkcap-lines": ("LnkCap: x\n" * (K // 10), ["lspci", "check:pcie_link"]),
+    "lines-without-colons": ("a\n" * (K // 4), sorted(PARSERS)),
+    "empty-lines": ("\n" * (K // 4) + "| Diagnostic | Result |", sorted(PARSERS)),
+    "topo-columns": ("GPU0\t" + "\t".join(f"GPU{i}" for i in range(1, K // 12)) + "\n" + "x\n" * (K // 4),
+                     ["nvidia-smi-topo", "check:topology"]),
+    "dcgmi-continuations": ("| Diagnostic | Result |\n| Memory | Pass |\n" + "|  | x |\n" * (K // 9),
+                            ["dcgmi-diag", "check:gpu_stress"]),
+    "deep-xml": ("<nvidia_smi_log>" + "<a>" * (K // 3), ["nvidia-smi-qx", "check:gpu_health"]),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MANY_LINES))
+def test_many_lines_parse_or_are_refused_without_hanging(shape):
+    text, names = MANY_LINES[shape]
+    for name in names:
+        try:
+            with guard(f"{name} on {shape}"):
+                assert isinstance(PARSERS[name](text), dict)
+        except ParseError:
+            continue
+        except Hang as hang:
+            pytest.fail(f"{hang}: still parsing after {GUARD_S} s (quadratic in the number of lines)")
+
+
+def test_every_parser_has_its_lead_ins():
+    assert sorted(READS) == sorted(PARSERS)
 
 
 def test_parse_tool_refuses_a_line_over_its_bound_naming_the_bound():
