@@ -109,7 +109,7 @@ class Burnin:
             result = self._error(job, f"internal error in {job.check.id}: {type(exc).__name__}: {exc}")
         finally:
             self.control.job_finished(job.label)
-        if self.control.stop.is_set() and result.outcome is not Outcome.SKIPPED:
+        if self.control.stop.is_set() and result.run_error:  # its tool was killed by the stop; a verdict stands
             result = self._error(job, f"interrupted ({self.control.reason}) while running", result.raw)
         result.duration_s = round(time.monotonic() - started, 2)
         self.say(f"  burnin {'+'.join(job.hosts):<12} {job.check.id:<16} {result.outcome.value:<7} "
