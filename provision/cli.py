@@ -32,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
                            "that run (a run folder or id, e.g. latest)")
         if name != "install":
             c.add_argument("--checks", help="comma-separated check ids (default: all)")
+            c.add_argument("--scope", choices=("node", "cluster", "all"), default="all",
+                           help="node checks, the cluster procedure (fabric, IB pairs, NCCL across nodes, "
+                           "localization), or both (default)")
+            c.add_argument("--schedule", choices=("quick", "full"), default="quick",
+                           help="IB pair rounds: quick (one round, partners on other leaves) or full (own leaf, "
+                           "then until every leaf-spine cable carried traffic)")
     embedded.add_commands(sub)
     ev = sub.add_parser("evaluate", help="judge a saved run again from its raw outputs (touches no node)")
     ev.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
@@ -46,6 +52,14 @@ def _parser() -> argparse.ArgumentParser:
     par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
     par.add_argument("tool")
     par.add_argument("file")
+    fab = sub.add_parser("fabric", help="map the InfiniBand fabric (leaves, spines, degraded cables) with "
+                         "ibnetdiscover")
+    _inventory_options(fab, required=False)
+    fab.add_argument("--ibnetdiscover", action="append", metavar="FILE",
+                     help="a saved ibnetdiscover output, one plane per file (repeatable); default: run it on the "
+                     "inventory's first GPU node, once per HCA")
+    fab.add_argument("--json", action="store_true", help="print JSON instead of text")
+    fab.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
     return p
 
 
@@ -81,7 +95,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
         return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
                         only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
-                        retry_failed=getattr(args, "retry_failed", None), progress=lambda line: print(line, flush=True))
+                        retry_failed=getattr(args, "retry_failed", None), progress=lambda line: print(line, flush=True),
+                        scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"))
     if args.command == "evaluate":
         return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args))
     if args.command == "inventory":
@@ -91,6 +106,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return core.list_checks(args.markdown)
     if args.command == "parse":
         return _parse(args.tool, args.file)
+    if args.command == "fabric":
+        return core.fabric(args.inventory, args.ibnetdiscover, args.json, _csv(args.limit), _vault(args),
+                           err=lambda line: print(line, file=sys.stderr))
     return embedded.dispatch(args)
 
 

@@ -21,14 +21,15 @@ from provision.engine.ssh import SshTransport
 from provision.errors import ExitStatus, ProfileError, ProvisionError
 from provision.inventory import listing
 from provision.report import junit, summary
-from provision.results.model import JUDGED_VARS, FailedTask, HostInstall, HostRecord, RoleResult, Run
+from provision.results.model import FABRIC, JUDGED_VARS, FailedTask, HostInstall, HostRecord, Outcome, RoleResult, Run
 from provision.results.store import RunDir, RunStore
 from provision.runner import ansible
 
 
 def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[str] | None = None,
         tags: str | None = None, only_checks: list[str] | None = None, run_id: str | None = None,
-        vault: inv.Vault = inv.Vault(), retry_failed: str | None = None, progress=print) -> ExitStatus:
+        vault: inv.Vault = inv.Vault(), retry_failed: str | None = None, progress=print, scope: str = "all",
+        schedule: str = "quick") -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input."""
@@ -55,7 +56,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
                 hosts = _install(inventory, hosts, rundir, run, tags, control)
                 rundir.save(run)
             if "burnin" in phases and hosts and not control.stop.is_set():
-                _burnin(hosts, rundir, run, only_checks, control)
+                _burnin(hosts, rundir, run, only_checks, control, scope, schedule)
         finally:
             run.finished = _now()
             rundir.save(run)
@@ -71,7 +72,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
 SAVE_EVERY_S = 2.0  # report.json is rewritten at most this often during a burn-in (the journal has every result)
 
 
-def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control) -> None:
+def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scope: str = "all",
+            schedule: str = "quick") -> None:
     """Burn in ``hosts``; each result is journaled as it ends, and report.json refreshed."""
     started, saved = time.monotonic(), [0.0]
     control.progress(f"burnin: {len(hosts)} hosts")
@@ -84,8 +86,11 @@ def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control) -> N
             saved[0] = time.monotonic()
 
     run.results = []
-    ordered = burnin_engine.run(hosts, run.hosts, rundir, SshTransport(), only_checks, control, record)
+    procedure: dict = {}
+    ordered = burnin_engine.run(hosts, run.hosts, rundir, SshTransport(), only_checks, control, record,
+                                scope=scope, schedule_name=schedule, cluster_out=procedure)
     run.results = ordered
+    run.cluster = procedure or None
     run.burnin_wall_s = round(time.monotonic() - started, 1)
 
 
@@ -153,7 +158,9 @@ def _failed_installs(run_arg: str, limit: list[str] | None) -> list[str]:
 
 
 def _status(run: Run) -> ExitStatus:
-    return ExitStatus.OK if all(v == "pass" for v in run.verdicts().values()) else ExitStatus.NODE_FAILED
+    """OK when every host passed and no result blames the fabric itself (a leaf-spine cable)."""
+    fabric = any(r.outcome is Outcome.FAIL and FABRIC in r.blamed() for r in run.results)
+    return ExitStatus.OK if all(v == "pass" for v in run.verdicts().values()) and not fabric else ExitStatus.NODE_FAILED
 
 
 def _gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inventory:
@@ -213,3 +220,129 @@ def _install(inventory: inv.Inventory, hosts, rundir: RunDir, run: Run, tags, co
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# Bound on one live `ibnetdiscover` run: it sends a few SMPs per port found, one subnet at a time
+# (rdma-core libibnetdisc); a bound chosen to cover large fabrics, not a measured figure.
+IBNETDISCOVER_TIMEOUT_S = 300.0
+
+
+def fabric(inventory_args: str | list[str] | None, files: list[str] | None = None, as_json: bool = False,
+           limit: list[str] | None = None, vault: inv.Vault = inv.Vault(), out=print, err=print) -> ExitStatus:
+    """Map the InfiniBand fabric, one plane per dump: from ``files`` (saved ``ibnetdiscover`` outputs),
+    else live from the inventory's first GPU node (``ibnetdiscover -C <dev> -P 1`` per HCA of its
+    profile). Prints per plane the leaves (hosts, uplinks, oversubscription), spines (downlinks) and
+    every cable below the expected width and speed (the profile's ``hca.rate_Gbps``; without a profile
+    the most common among the cables), or ``Fabric.to_dict(expected)`` with ``as_json``. Raises
+    ProvisionError (exit 2) for an unreadable file or text that is not ibnetdiscover output,
+    CommandError when a node cannot be reached or ibnetdiscover fails there."""
+    from provision.fabric import discover
+
+    if not inventory_args and not files:
+        raise ProvisionError("fabric: give -i INVENTORY (discover live) or --ibnetdiscover FILE")
+    hosts, node, profile = None, None, None
+    if inventory_args:
+        sources = inv.resolve_all(inventory_args)
+        for path in sources if not files else ():
+            embedded.ensure_running(path, err)
+        inventory = inv.load(sources, vault, limit)
+        hosts = [h.name for h in inventory.hosts]
+        node = inventory.gpu_hosts[0] if inventory.gpu_hosts else None
+        profile = profiles.for_host(str(node.profile), node.vars, node.name) if node else None
+    if files:
+        dumps, names = _read_dumps(files), None
+    elif node is None or profile is None:
+        raise ProvisionError("fabric: no host in the inventory has provision_profile, so no node to discover from")
+    else:
+        dumps, names = _live_dumps(node, profile)
+    found = discover.fabric_from_dumps(dumps, hosts, names, warn=lambda line: err(f"provision: warning: {line}"))
+    expected = _expected_width_speed(profile, found, err)
+    if as_json:
+        out(json.dumps({"expected_width_speed": expected, **found.to_dict(expected)}, indent=1))
+    else:
+        for line in _fabric_lines(found.to_dict(expected), expected):
+            out(line)
+    return ExitStatus.OK
+
+
+def _read_dumps(files: list[str]) -> list[tuple[str, str]]:
+    """(file, text) per file. Raises ProvisionError naming an unreadable one."""
+    dumps = []
+    for file in files:
+        try:
+            dumps.append((file, open(file, encoding="utf-8", errors="replace").read()))
+        except OSError as exc:
+            raise ProvisionError(f"{file}: cannot read: {exc.strerror}") from None
+    return dumps
+
+
+def _live_dumps(host, profile) -> tuple[list[tuple[str, str]], list[str]]:
+    """``ibnetdiscover -C <dev> -P 1`` on ``host`` per HCA device of ``profile``: (source, text) and plane names.
+    The tool's stderr (ibwarn/SMP error lines) leads the text, so the parser reports it."""
+    from provision.checks.ib_write_bw import hca_names
+    from provision.errors import CommandError
+
+    try:
+        devices = hca_names(profile)
+    except (KeyError, TypeError):
+        raise ProfileError(f"host {host.name}: profile {host.profile} has no hca devices to discover from") from None
+    conn = SshTransport().connect(host)
+    dumps = []
+    try:
+        for dev in devices:
+            argv = ["ibnetdiscover", "-C", dev, "-P", "1"]
+            result = conn.run(argv, IBNETDISCOVER_TIMEOUT_S)
+            if result.rc != 0:
+                said = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1][:200]
+                raise CommandError(f"host {host.name}: {' '.join(argv)} exited {result.rc}: {said}")
+            dumps.append((f"{host.name}: {' '.join(argv)}", result.stderr + result.stdout))
+    finally:
+        conn.close()
+    return dumps, devices
+
+
+def _expected_width_speed(profile, found, err) -> str | None:
+    """The profile's HCA rate as width and speed, else the cables' most common (and say so)."""
+    from provision.fabric import discover, model
+
+    hca = profile.data.get("hca") if profile is not None else None
+    rate = hca.get("rate_Gbps") if isinstance(hca, dict) else None
+    if rate:
+        try:
+            return model.width_speed_for(float(rate))
+        except ValueError as exc:
+            raise ProfileError(f"profile {profile.name}: hca.rate_Gbps: {exc}") from None
+    common = discover.common_width_speed(found)
+    err(f"provision: note: no hardware profile: cables are judged against the most common width and speed "
+        f"among them, {common}")
+    return common
+
+
+def _fabric_lines(view: dict, expected: str | None) -> list[str]:
+    """The text report of ``Fabric.to_dict``: per plane its leaves, spines and degraded cables."""
+    lines = []
+    for plane in view["planes"]:
+        name = plane["name"]
+        leaves = [s for s in view["leaves"] if s["plane"] == name]
+        spines = [s for s in view["spines"] if s["plane"] == name]
+        bad = [lk for lk in view["degraded_links"] if lk["plane"] == name]
+        lines.append(f"plane {name}: {plane['switches']} switches ({len(leaves)} leaves, {len(spines)} spines), "
+                     f"{plane['hcas']} HCA ports, {plane['cables']} cables ({plane['self_loops']} self-loops); "
+                     f"expected {expected or '-'}")
+        for leaf in leaves:
+            hosts = ", ".join(f"{h['host'] or '?'} {h['device'] or ''}".strip() + f" [{h['port']}] {h['width_speed']}"
+                              for h in leaf["hosts"]) or "-"
+            ups = ", ".join(f"[{u['port']}]->{u['to']}[{u['to_port']}] {u['width_speed']}" for u in leaf["uplinks"])
+            over = leaf["oversubscription"]
+            lines += [f"  leaf {leaf['guid']} \"{leaf['description']}\" lid {leaf['lid']}",
+                      f"    hosts: {hosts}", f"    uplinks: {ups or '-'}",
+                      f"    oversubscription: {over if over is not None else '- (no uplinks)'}"]
+        for spine in spines:
+            downs = ", ".join(f"[{d['port']}]->{d['to']}[{d['to_port']}] {d['width_speed']}"
+                              for d in spine["downlinks"])
+            lines += [f"  spine {spine['guid']} \"{spine['description']}\" lid {spine['lid']}",
+                      f"    downlinks: {downs or '-'}"]
+        lines.append(f"  degraded cables: {len(bad)}" if bad or expected else "  degraded cables: - (no expected rate)")
+        lines += [f"    {lk['a']}[{lk['a_port']}] <-> {lk['b']}[{lk['b_port']}] {lk['width_speed']}"
+                  f"{' (its two ends disagree)' if lk['mismatch'] else ''}" for lk in bad]
+    return lines

@@ -23,7 +23,7 @@ from typing import Callable
 from provision import profiles
 from provision.checks import Check, registry
 from provision.checks.base import Step
-from provision.engine import readiness
+from provision.engine import cluster, readiness
 from provision.engine.control import Control
 from provision.engine.jobs import Job, plan, target
 from provision.engine.scheduler import Scheduler
@@ -75,6 +75,7 @@ class Burnin:
                  control: Control, workers: int = MAX_PARALLEL_JOBS):
         self.rundir, self.transport, self.control, self.workers = rundir, transport, control, workers
         self.states = {h.name: HostState(h, records[h.name]) for h in hosts}
+        self.cluster: dict | None = None
         self.say_lock = threading.Lock()
         for state in self.states.values():
             try:
@@ -82,14 +83,24 @@ class Burnin:
             except ProfileError as exc:
                 state.problem = str(exc)
 
-    def run(self, checks: list[Check], record: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
-        """Every check's results, node scope first, each in check order then host order."""
-        jobs = plan(checks, {name: str(s.host.profile) for name, s in self.states.items()})
+    def run(self, checks: list[Check], record: Callable[[CheckResult], None] | None = None,
+            scope: str = "all", schedule_name: str = "quick") -> list[CheckResult]:
+        """Every check's results, node scope first, each in check order then host order; then,
+        with ``scope`` cluster or all, the cluster procedure (``cluster.Procedure``) when its
+        checks are among ``checks``. ``self.cluster`` holds the procedure's rounds and suspects."""
+        static = [c for c in checks if c.id not in cluster.PROCEDURE
+                  and (scope == "all" or (c.scope is Scope.NODE) == (scope == "node"))]
+        jobs = plan(static, {name: str(s.host.profile) for name, s in self.states.items()})
         done = threading.Event()
         self.control.watch(done)
         try:
-            return Scheduler(self.execute, lambda job: job.hosts, self.workers).run(
+            results = Scheduler(self.execute, lambda job: job.hosts, self.workers).run(
                 jobs, stop=self.control.stop, not_run=self._not_run, on_result=record)
+            ids = {c.id for c in checks}
+            if scope != "node" and set(cluster.PROCEDURE) <= ids and not self.control.stop.is_set():
+                more, self.cluster = cluster.Procedure(self, schedule_name, record).run()
+                results += more
+            return results
         finally:
             done.set()
             for state in self.states.values():
@@ -262,7 +273,16 @@ def _run_problem(result: CommandResult, timeout_s: float) -> str:
 
 def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
         only: list[str] | None = None, control: Control | None = None,
-        record: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
-    """Burn in ``hosts``: every registered check (or those in ``only``)."""
+        record: Callable[[CheckResult], None] | None = None, scope: str = "all",
+        schedule_name: str = "quick", cluster_out: dict | None = None) -> list[CheckResult]:
+    """Burn in ``hosts``: every registered check (or those in ``only``) of ``scope`` (node,
+    cluster or all). ``cluster_out`` (when given) receives the cluster procedure's record
+    (``groups``: fabric, rounds, suspects) when the procedure ran."""
     checks = [c for c in registry().values() if not only or c.id in only]
-    return Burnin(hosts, records, rundir, transport, control or Control()).run(checks, record)
+    if only and set(only) & set(cluster.PROCEDURE):
+        checks += [c for c in registry().values() if c.id in cluster.PROCEDURE and c not in checks]
+    engine = Burnin(hosts, records, rundir, transport, control or Control())
+    results = engine.run(checks, record, scope, schedule_name)
+    if cluster_out is not None and engine.cluster is not None:
+        cluster_out.update(engine.cluster)
+    return results

@@ -1,7 +1,8 @@
 """Judge a saved run again from its raw outputs, without touching any node.
 
 Each result names its raw files (``RawOutput``). A result whose tool could not run
-(``run_error``) or that was skipped keeps its verdict; every other one is parsed and judged
+(``run_error``) or that was skipped keeps its verdict, as does the cluster procedure's
+``localize`` result (the rounds it chose depended on the verdicts it saw); every other one is parsed and judged
 again against its first host's profile (or ``profile_name``), with the inventory variables
 and OS target the run recorded for it (``HostRecord``).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from provision import profiles
 from provision.checks import references, registry
 from provision.engine.burnin import parse_os_release
+from provision.engine.cluster import LOCALIZE
 from provision.engine.verdict import verdict
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, Outcome, Run
@@ -23,6 +25,9 @@ def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[Check
         raise ProvisionError(f"{rundir.report}: no burn-in results to evaluate")
     checks, cache, out = registry(), {}, []
     for result in run.results:
+        if result.check == LOCALIZE:  # adaptive: its rounds were chosen by the verdicts it saw; kept as recorded
+            out.append(result)
+            continue
         check = checks.get(result.check)
         if check is None:
             raise ProvisionError(f"{rundir.report}: results: unknown check {result.check!r} "
@@ -41,7 +46,7 @@ def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[Check
         texts = {raw.key: rundir.read(raw.path, f"{rundir.report}: {result.check} on {result.host}")
                  for raw in result.raw}
         again = verdict(check, result.hosts, result.scope, profile, texts)
-        again.duration_s, again.raw = result.duration_s, result.raw
+        again.duration_s, again.raw, again.evidence = result.duration_s, result.raw, result.evidence
         out.append(again)
     return out
 

@@ -166,7 +166,8 @@ class Plane:
         sw = self.switches[switch]
         if sw.role == "leaf":
             return sorted((h.link for h in self.hcas if h.leaf == switch), key=lambda lk: lk.port_on(switch))
-        return sorted((lk for lk in self.links if lk.touches(switch) and not lk.self_loop), key=lambda lk: lk.port_on(switch))
+        return sorted((lk for lk in self.links if lk.touches(switch) and not lk.self_loop),
+                      key=lambda lk: lk.port_on(switch))
 
     def hca_of(self, host: str) -> Hca | None:
         return self._by_host.get(host)

@@ -27,8 +27,17 @@ def suites(run: Run) -> list[TestSuite]:
         out.append(TestSuite(host, cases, hostname=host, properties=properties))
     multi = [r for r in run.results if r.scope is not Scope.NODE]
     if multi:
-        out.append(TestSuite(CLUSTER_SUITE, [_check_case(CLUSTER_SUITE, r) for r in multi], properties=properties))
+        cases = [_check_case(CLUSTER_SUITE, r) for r in multi]
+        cases += [_suspect_case(f) for r in multi if r.check == "localize" for f in r.findings if not f.ok]
+        out.append(TestSuite(CLUSTER_SUITE, cases, properties=properties))
     return out
+
+
+def _suspect_case(finding) -> TestCase:
+    """One testcase per suspect the localization named (node, HCA or cable), failed with its evidence."""
+    case = TestCase(f"suspect[{finding.host} {finding.device}]", classname="burnin.localize", file=CLUSTER_SUITE)
+    case.add_failure_info(message=finding.describe())
+    return case
 
 
 def _install_cases(host: str, install: HostInstall | None) -> list[TestCase]:

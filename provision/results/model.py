@@ -161,6 +161,8 @@ class CheckResult:
 
     ``run_error`` True: the tool could not run (exit status, timeout, connection), a verdict
     a re-evaluation keeps. ``duration_s`` wall seconds of the job; ``raw`` its saved outputs.
+    ``evidence`` True: a test of the cluster procedure (a pair or group test) whose failure
+    blames no host by itself; the ``localize`` result that weighs it names the suspects.
     """
 
     check: str
@@ -172,6 +174,7 @@ class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     raw: list[RawOutput] = field(default_factory=list)
     run_error: bool = False
+    evidence: bool = False
 
     @property
     def host(self) -> str:
@@ -183,6 +186,8 @@ class CheckResult:
         its failing findings name (all its hosts when none is named)."""
         if self.scope is Scope.NODE or self.outcome is not Outcome.FAIL:
             return self.hosts
+        if self.evidence:
+            return ()
         named = tuple(dict.fromkeys(f.host for f in self.findings if not f.ok and f.host))
         return named or self.hosts
 
@@ -190,7 +195,7 @@ class CheckResult:
         return {"check": self.check, "scope": self.scope.value, "hosts": list(self.hosts),
                 "outcome": self.outcome.value, "message": self.message, "duration_s": self.duration_s,
                 "findings": [f.to_dict() for f in self.findings], "raw": [r.to_dict() for r in self.raw],
-                "run_error": self.run_error}
+                "run_error": self.run_error, **({"evidence": True} if self.evidence else {})}
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,7 @@ class HostRecord:
                 "os_release": self.os_release}
 
 
+FABRIC = "fabric"  # the host a finding names when it is about the fabric itself (a leaf-spine cable): no node
 JUDGED_VARS = ("provision_reference_overrides", "provision_storage", "provision_check_timeouts")
 
 
@@ -262,6 +268,7 @@ class Run:
     burnin_wall_s: float | None = None
     install_artifacts: str | None = None
     evaluated: dict | None = None
+    cluster: dict | None = None  # the cluster procedure: per host group its fabric, rounds and suspects
 
     def results_of(self, host: str) -> list[CheckResult]:
         """Every result that covered ``host``, in run order."""
@@ -291,7 +298,7 @@ class Run:
             "install": {h: i.to_dict() for h, i in self.install.items()},
             "results": [r.to_dict() for r in self.results],
         }
-        for key in ("install_wall_s", "burnin_wall_s", "install_artifacts", "evaluated"):
+        for key in ("install_wall_s", "burnin_wall_s", "install_artifacts", "evaluated", "cluster"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

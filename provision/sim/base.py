@@ -15,7 +15,7 @@ from pathlib import Path
 
 from provision.errors import RunnerError
 
-BASE_VERSION = "bookworm-v4"
+BASE_VERSION = "bookworm-v5"
 INCLUDE = [
     "openssh-server", "python3", "python3-apt", "python3-venv", "python3-pip", "python3-yaml",
     "tini", "iproute2", "procps", "ca-certificates", "sudo", "kmod", "pciutils", "util-linux",
@@ -24,9 +24,10 @@ INCLUDE = [
 # Installed with apt inside the new root (debootstrap does not resolve alternatives such as
 # automake | automaken): what GPU servers carry before the stack goes on (DKMS and a compiler, the
 # build tools of the burn-in tools: Open MPI, cmake, Boost), and Debian's builds of dnf and rpm,
-# which Rocky Linux nodes run (see osflavor.py).
+# which Rocky Linux nodes run (see osflavor.py), and Debian's mpi4py (built against that Open MPI),
+# through which the simulated all_reduce_perf talks MPI when mpirun starts it over several nodes.
 EXTRA = ["dkms", "make", "g++", "cmake", "libopenmpi-dev", "openmpi-bin", "libboost-program-options-dev",
-         "dnf", "python3-dnf", "dnf-plugins-core", "rpm"]
+         "dnf", "python3-dnf", "dnf-plugins-core", "rpm", "python3-mpi4py"]
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 

@@ -7,6 +7,11 @@ the real tools print on such hardware. Nothing tells a tool or a check what to r
 
 Kinds and their targets (``--device``): a GPU index, an HCA name (mlx5_N), a bond slave name,
 a GPU pair "a,b", or a tool name; ``--value`` tunes the fault (a factor, a width, a version).
+
+Fabric faults edit the rack's fabric (``fabric.yaml`` in the rack's state folder, copied into
+every node, read by the simulated ibnetdiscover, ib_write_bw and all_reduce_perf). Their
+``--device`` names a cable from the node's side: ``mlx5_R`` (the node's own HCA cable on rail
+R), ``mlx5_R:upJ`` (uplink J, in port order, of the node's leaf switch on rail R).
 """
 from __future__ import annotations
 
@@ -149,6 +154,11 @@ def old_driver(model, device, value):
     return f"driver {version}"
 
 
+def slow_node(model, device, value):
+    model.setdefault("faults", {})["slow_node"] = float(value or 0.7)
+    return "node"
+
+
 KINDS = {k.kind: k for k in [
     FaultKind("xid79", "gpu", "GPU fell off the bus (Xid 79): gone from nvidia-smi and lspci", xid79),
     FaultKind("dbe_remap", "gpu", "double-bit ECC error with a pending row remap (Xid 48 + 63)", dbe_remap),
@@ -164,7 +174,16 @@ KINDS = {k.kind: k for k in [
     FaultKind("gpu_missing", "gpu", "a GPU missing from the node (not enumerated at all)", gpu_missing),
     FaultKind("bond_slave_down", "slave", "a storage bond slave with link down", bond_slave_down),
     FaultKind("old_driver", "node", "an old driver still loaded (--value version, default 535.183.01)", old_driver),
+    FaultKind("slow_node", "node", "every collective the node joins is slower (--value factor, default 0.7)",
+              slow_node),
 ]}
+# Fabric fault kinds: (description, cable edit). The edit gets the cable dict and --value.
+FABRIC_KINDS = {
+    "cable_degraded": ("a cable trained down (--device mlx5_R or mlx5_R:upJ; --value width 1x|2x or a speed "
+                       "such as HDR; default 1x)", "degrade"),
+    "port_dead": ("a switch port dead: the cable is gone from the fabric (--device mlx5_R:upJ)", "dead"),
+    "port_flapping": ("a switch port flapping: flows through it lose 0-80% (--device mlx5_R:upJ)", "flap"),
+}
 
 
 def _node(inventory_dir: Path, name: str) -> rack.SimNode:
@@ -201,9 +220,11 @@ def default_device(kind: FaultKind, model: dict, rng: random.Random) -> str:
 def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | None = None,
            value: str | None = None, rng: random.Random | None = None) -> dict:
     """Break ``node_name`` with fault ``kind_name``; return {kind, device, value, label}."""
+    if kind_name in FABRIC_KINDS:
+        return _inject_fabric(inventory_dir, node_name, kind_name, device, value)
     kind = KINDS.get(kind_name)
     if kind is None:
-        raise ProvisionError(f"unknown fault kind {kind_name!r} (known: {', '.join(KINDS)})")
+        raise ProvisionError(f"unknown fault kind {kind_name!r} (known: {', '.join([*KINDS, *FABRIC_KINDS])})")
     node = _node(inventory_dir, node_name)
     model_path = node.root() / MODEL
     model = yaml.safe_load(model_path.read_text())
@@ -211,20 +232,104 @@ def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | No
     label = kind.apply(model, device, value)
     model_path.write_text(yaml.safe_dump(model, sort_keys=False))
     rack.write_kernel_views(node.root(), model)
-    record = {"kind": kind.kind, "device": device, "value": value, "label": label}
+    return _record(inventory_dir, node_name, {"kind": kind.kind, "device": device, "value": value, "label": label})
+
+
+def _record(inventory_dir: Path, node_name: str, record: dict) -> dict:
     faults = active(inventory_dir)
     faults.setdefault(node_name, []).append(record)
     _active_path(inventory_dir).write_text(json.dumps(faults, indent=1))
     return record
 
 
+def _fabric_path(inventory_dir: Path) -> Path:
+    path = rack.state_dir(inventory_dir) / rack.FABRIC_FILE
+    if not path.is_file():
+        raise ProvisionError(f"{inventory_dir}: this rack has no InfiniBand fabric (its profile has no IB HCAs)")
+    return path
+
+
+def _cable(world: dict, host: str, device: str) -> tuple[dict, dict]:
+    """(plane, cable) that ``device`` (mlx5_R or mlx5_R:upJ) names from ``host``'s side."""
+    hca, _, up = device.partition(":")
+    for plane in world["planes"]:
+        ca = next((c for c in plane["cas"] if c["host"] == host and c["device"] == hca), None)
+        if ca is None:
+            continue
+        own = next(c for c in plane["cables"] if ca["id"] in (c["a"], c["b"]))
+        if not up:
+            return plane, own
+        leaf = own["b"] if own["a"] == ca["id"] else own["a"]
+        switches = {s["id"] for s in plane["switches"]}
+        ups = sorted((c for c in plane["cables"] if leaf in (c["a"], c["b"]) and c["a"] != c["b"]
+                      and c["a"] in switches and c["b"] in switches),
+                     key=lambda c: c["a_port"] if c["a"] == leaf else c["b_port"])
+        index = int(up[2:]) if up.startswith("up") and up[2:].isdigit() else -1
+        if not 0 <= index < len(ups):
+            raise ProvisionError(f"--device {device!r}: the leaf has uplinks up0..up{len(ups) - 1}")
+        return plane, ups[index]
+    raise ProvisionError(f"--device {device!r}: {host} has no HCA {hca!r} on the fabric")
+
+
+def _edit_cable(cable: dict, how: str, value: str | None) -> None:
+    if how == "dead":
+        cable["state"] = "down"
+    elif how == "flap":
+        cable["flapping"] = True
+    elif (value or "1x").lower().endswith("x"):
+        cable["width"] = (value or "1x").lower()
+    else:
+        cable["speed"] = value.upper() if value else "SDR"
+
+
+def _apply_fabric(world: dict, node_name: str, kind_name: str, device: str, value: str | None) -> str:
+    plane, cable = _cable(world, node_name, device)
+    _edit_cable(cable, FABRIC_KINDS[kind_name][1], value)
+    return f"{plane['name']} cable {cable['a']}[{cable['a_port']}] <-> {cable['b']}[{cable['b_port']}]"
+
+
+def _write_fabric(inventory_dir: Path, world: dict) -> None:
+    text = yaml.safe_dump(world, sort_keys=False)
+    _fabric_path(inventory_dir).write_text(text)
+    for node in rack.load_nodes(inventory_dir):
+        if node.alive():
+            (node.root() / "etc/provision-sim/fabric.yaml").write_text(text)
+
+
+def _inject_fabric(inventory_dir: Path, node_name: str, kind_name: str, device: str | None,
+                   value: str | None) -> dict:
+    _node(inventory_dir, node_name)
+    if not device:
+        raise ProvisionError(f"fault {kind_name}: --device is required (mlx5_R or mlx5_R:upJ)")
+    world = yaml.safe_load(_fabric_path(inventory_dir).read_text())
+    label = _apply_fabric(world, node_name, kind_name, device, value)
+    _write_fabric(inventory_dir, world)
+    return _record(inventory_dir, node_name, {"kind": kind_name, "device": device, "value": value, "label": label})
+
+
+def _heal_fabric(inventory_dir: Path, faults: dict) -> None:
+    """Restore the healthy fabric, then apply the fabric faults still recorded on other nodes."""
+    healthy = rack.state_dir(inventory_dir) / f"{rack.FABRIC_FILE}.healthy"
+    if not healthy.is_file():
+        return
+    world = yaml.safe_load(healthy.read_text())
+    for node_name, records in faults.items():
+        for r in records:
+            if r["kind"] in FABRIC_KINDS:
+                _apply_fabric(world, node_name, r["kind"], r["device"], r["value"])
+    _write_fabric(inventory_dir, world)
+
+
 def heal(inventory_dir: Path, node_name: str) -> int:
-    """Restore the node's hardware model from rack start; return the number of faults removed."""
+    """Restore the node's hardware model from rack start, and the fabric cables its faults
+    broke; return the number of faults removed."""
     node = _node(inventory_dir, node_name)
     healthy = rack.state_dir(inventory_dir) / "nodes" / node_name / "hardware.healthy.yaml"
     shutil.copy(healthy, node.root() / MODEL)
     rack.write_kernel_views(node.root(), yaml.safe_load(healthy.read_text()))
     faults = active(inventory_dir)
-    removed = len(faults.pop(node_name, []))
+    records = faults.pop(node_name, [])
     _active_path(inventory_dir).write_text(json.dumps(faults, indent=1))
-    return removed
+    if any(r["kind"] in FABRIC_KINDS for r in records):
+        _heal_fabric(inventory_dir, faults)
+    return len(records)

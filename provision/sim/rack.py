@@ -25,6 +25,8 @@ import yaml
 
 from provision import profiles
 from provision.errors import ProvisionError, RunnerError
+from provision.fabric import synth
+from provision.fabric.model import width_speed_for
 from provision.sim import base as sim_base
 from provision.sim import hwmodel, keys, osflavor, repo, rpmrepo, snapshot, state
 
@@ -34,7 +36,12 @@ DEFAULT_ADDRESS_BASE = "127.0.1.10"
 DEFAULT_OS = "debian12"
 SITE_VARS = Path(__file__).with_name("site.yml")  # the rack's settings, copied into its hosts.yml
 SSH_READY_TIMEOUT_S = 15.0
+FABRIC_FILE = "fabric.yaml"  # the rack's fabric in its state folder; each node has a copy
 SIM_BONDING_DIR = "/var/lib/provision-sim/net/bonding"  # stands in for /proc/net/bonding
+CLUSTER_KEY = "cluster_ed25519"  # the key root uses from node to node (mpirun's ssh), in the state folder
+# Open MPI's system-wide MCA parameter file, $sysconfdir/openmpi-mca-params.conf, Debian's sysconfdir
+# being /etc/openmpi (https://www.open-mpi.org/faq/?category=tuning#setting-mca-params, Open MPI 4.1).
+MPI_PARAMS = "etc/openmpi/openmpi-mca-params.conf"
 
 
 @dataclass(frozen=True)
@@ -95,9 +102,10 @@ def os_plan(os_arg: str | list[str] | None, nodes: int) -> list[str]:
 
 
 def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = DEFAULT_ADDRESS_BASE,
-       log=print, os_arg: str | list[str] | None = None) -> list[SimNode]:
-    """Start ``nodes`` simulated nodes of ``profile_name``, each of its OS (``os_plan``); write a
-    self-contained hosts.yml. Raises RunnerError, ProvisionError."""
+       log=print, os_arg: str | list[str] | None = None, fabric: dict | None = None) -> list[SimNode]:
+    """Start ``nodes`` simulated nodes of ``profile_name``, each of its OS (``os_plan``), on a
+    fabric (``fabric_world``; ``fabric`` may set ``leaves``, ``spines``, ``oversubscription``);
+    write a self-contained hosts.yml. Raises RunnerError, ProvisionError."""
     if os.geteuid() != 0:
         raise RunnerError("the simulated rack needs root (namespaces, overlay mounts)")
     if inventory_dir.exists() and not inventory_dir.is_dir():
@@ -118,9 +126,16 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
     os_rpm = rpmrepo.rocky_mirror(sdir / "repo/www", repo_url, sdir / "repo/work",
                                   repo.signing_gpg(sdir / "repo")) if "rocky9" in plan else None
     known, started = [], []
+    world = fabric_world(profile.data, names, fabric or {})
+    if world:
+        (sdir / FABRIC_FILE).write_text(yaml.safe_dump(world, sort_keys=False))
+        (sdir / f"{FABRIC_FILE}.healthy").write_text(yaml.safe_dump(world, sort_keys=False))
+    _write_cluster_ssh(sdir, names, addresses)
     for index, (name, address) in enumerate(zip(names, addresses)):
         node_dir = sdir / "nodes" / name
         host_pub = _prepare_upper(node_dir / "upper", name, address, index, profile, client_pub, names, addresses)
+        if world:
+            (node_dir / "upper/etc/provision-sim/fabric.yaml").write_text(yaml.safe_dump(world, sort_keys=False))
         osflavor.apply(node_dir / "upper", plan[index], repo_url, os_rpm)
         known.append(f"{name},{address} {host_pub.rsplit(' ', 1)[0]}")
         started.append(_start(node_dir, lower, name, address, sdir / "logs" / f"{name}.log"))
@@ -136,6 +151,35 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         f"({addresses[0]}..{addresses[-1]}; {', '.join(sorted(set(plan)))}), package repository at {repo_url}, "
         f"state in {sdir}")
     return started
+
+
+def fabric_world(profile: dict, names: list[str], shape: dict) -> dict | None:
+    """The rack's InfiniBand fabric (provision/sim/tools/fabricsim.py reads it): a two-layer
+    fat-tree, one plane per HCA (rail), default 2 leaves and 2 spines at 1:1, cabling the HCAs
+    the nodes' hardware models carry at the profile's port rate. None without HCAs."""
+    hca = profile.get("hca") or {}
+    if not hca.get("count") or hca.get("link_layer", "InfiniBand") != "InfiniBand":
+        return None
+    ports = {}
+    for index, name in enumerate(names):
+        model = hwmodel.build(profile, name, index)
+        ports[name] = [synth.Port(h["node_guid"], h["lid"], h["name"]) for h in model["hcas"]]
+    try:
+        built = synth.fat_tree(names, rails=int(hca["count"]), leaves=int(shape.get("leaves", 2)),
+                               spines=int(shape.get("spines", 2)),
+                               width_speed=_width_speed(int(hca["rate_Gbps"])),
+                               oversubscription=float(shape.get("oversubscription", 1.0)), ports=ports,
+                               name="sim")
+    except ValueError as exc:
+        raise ProvisionError(f"fabric: {exc}") from None
+    return synth.world(built)
+
+
+def _width_speed(rate_Gbps: int) -> str:
+    try:
+        return width_speed_for(rate_Gbps)
+    except ValueError:
+        return "4xNDR"
 
 
 def _addresses(address_base: str, nodes: int) -> list[str]:
@@ -196,9 +240,10 @@ def status(inventory_dir: Path) -> list[dict]:
 
 def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, client_pub: str,
                    names: list[str], addresses: list[str]) -> str:
-    """Write the node's own files into its overlay upper dir; return its host public key line."""
+    """Write the node's own files into its overlay upper dir; return its host public key line.
+    A host key and cluster key already there (``_write_cluster_ssh``) are kept."""
     (upper / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
-    host_pub = keys.write_ed25519(upper / "etc/ssh/ssh_host_ed25519_key", f"root@{name}")
+    host_pub = _host_key(upper, name)
     (upper / "etc/ssh/sshd_config.d/listen.conf").write_text(f"ListenAddress {address}\n")
     (upper / "etc/hostname").write_text(name + "\n")
     hosts = ["127.0.0.1 localhost"] + [f"{a} {n}" for n, a in zip(names, addresses)]
@@ -206,8 +251,12 @@ def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, cl
     ssh_dir = upper / "root/.ssh"
     ssh_dir.mkdir(parents=True, exist_ok=True)
     ssh_dir.chmod(0o700)
-    (ssh_dir / "authorized_keys").write_text(client_pub + "\n")
+    cluster_pub = ssh_dir / "id_ed25519.pub"
+    trusted = [client_pub] + ([cluster_pub.read_text().strip()] if cluster_pub.is_file() else [])
+    (ssh_dir / "authorized_keys").write_text("\n".join(trusted) + "\n")
     (ssh_dir / "authorized_keys").chmod(0o600)
+    _write_ssh_client_config(ssh_dir)
+    _write_mpi_config(upper)
     model = hwmodel.build(profile.data, name, index)
     (upper / "etc/provision-sim").mkdir(parents=True, exist_ok=True)
     (upper / "etc/provision-sim/hardware.yaml").write_text(hwmodel.dump(model))
@@ -215,6 +264,75 @@ def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, cl
     _install_hardware_tools(upper)
     write_kernel_views(upper, model)
     return host_pub
+
+
+def _host_key(upper: Path, name: str) -> str:
+    """The node's host public key line: the one ``_write_cluster_ssh`` made, else a new one."""
+    path = upper / "etc/ssh/ssh_host_ed25519_key"
+    pub = path.with_name(path.name + ".pub")
+    if path.is_file() and pub.is_file():
+        return pub.read_text().strip()
+    return keys.write_ed25519(path, f"root@{name}")
+
+
+def _write_cluster_ssh(sdir: Path, names: list[str], addresses: list[str]) -> None:
+    """What a cluster gives root (the MPI user) before nodes start: one cluster key pair, made
+    once per rack in ``sdir``, in every node's ``/root/.ssh`` (``_prepare_upper`` trusts it in
+    authorized_keys), every node's host key made up front, and a ``known_hosts`` naming them all,
+    so that mpirun's ssh from one node to the others keeps strict host key checking."""
+    cluster_key = sdir / CLUSTER_KEY
+    cluster_pub = keys.write_ed25519(cluster_key, "root@cluster")
+    known = []
+    for name, address in zip(names, addresses):
+        upper = sdir / "nodes" / name / "upper"
+        (upper / "etc/ssh").mkdir(parents=True, exist_ok=True)
+        host_pub = keys.write_ed25519(upper / "etc/ssh/ssh_host_ed25519_key", f"root@{name}")
+        known.append(f"{name},{address} {host_pub.rsplit(' ', 1)[0]}")
+    for name in names:
+        ssh_dir = sdir / "nodes" / name / "upper/root/.ssh"
+        ssh_dir.mkdir(parents=True, exist_ok=True)
+        ssh_dir.chmod(0o700)
+        shutil.copy(cluster_key, ssh_dir / "id_ed25519")
+        (ssh_dir / "id_ed25519").chmod(0o600)
+        (ssh_dir / "id_ed25519.pub").write_text(cluster_pub + "\n")
+        (ssh_dir / "known_hosts").write_text("\n".join(known) + "\n")
+
+
+def _write_ssh_client_config(ssh_dir: Path) -> None:
+    """root's ssh client settings for node-to-node logins (mpirun's launcher is ssh)."""
+    (ssh_dir / "config").write_text(
+        "# Written by `provision sim up`: how root reaches the other nodes of the rack.\n"
+        "Host *\n"
+        "    # The cluster key every node trusts; no prompt may stall the launcher (Open MPI's ssh launch\n"
+        "    # needs non-interactive logins: https://www.open-mpi.org/faq/?category=rsh#ssh-keys).\n"
+        "    IdentityFile ~/.ssh/id_ed25519\n"
+        "    BatchMode yes\n"
+        "    # Host keys are those `sim up` listed in ~/.ssh/known_hosts; an unknown or changed key fails.\n"
+        "    StrictHostKeyChecking yes\n"
+        "    # OpenSSH's default post-quantum key exchange costs ~0.14 s of CPU per connection on a\n"
+        "    # 2-core machine (provision/sim/README.md, \"SSH and host keys\").\n"
+        "    KexAlgorithms curve25519-sha256\n")
+    (ssh_dir / "config").chmod(0o600)
+
+
+def _write_mpi_config(upper: Path) -> None:
+    """Open MPI's system-wide MCA parameters: Debian's file from the base, plus the rack's own
+    lines. The nodes share this machine's network and have only the loopback interface, which
+    Open MPI leaves out by default, so its runtime (OOB) and TCP transport (BTL) must use it."""
+    debian = sim_base.base_path() / MPI_PARAMS
+    lines = [debian.read_text().rstrip("\n")] if debian.is_file() else []
+    lines += [
+        "",
+        "# Written by `provision sim up`. The nodes' only interface is the shared loopback, which",
+        "# Open MPI leaves out by default (btl_tcp_if_exclude = 127.0.0.1/8,sppp), so the runtime's",
+        "# out-of-band channel and the TCP transport are told to use it (Open MPI 4.1, Debian 12's):",
+        "# https://www.open-mpi.org/faq/?category=tcp#tcp-lo, .../faq/?category=tcp#tcp-selection",
+        "oob_tcp_if_include = lo",
+        "btl_tcp_if_include = lo",
+    ]
+    path = upper / MPI_PARAMS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
 
 
 def write_kernel_views(root: Path, model: dict) -> None:

@@ -35,7 +35,7 @@ HARDWARE_TOOLS = {"dmesg": "dmesg", "lspci": "lspci", "fio": "fio"}
 NODE_TOOLS = {"provision_sim_reboot": "/usr/local/sbin/provision-sim-reboot"}
 # A shipped command -> the simulated tool that stands for it ("daemon": a do-nothing service).
 SIM_TOOLS = {"nvidia-smi": "nvidia_smi", "nvcc": "nvcc", "dcgmi": "dcgmi", "ib_write_bw": "ib_write_bw",
-             "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo",
+             "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo", "ibnetdiscover": "ibnetdiscover",
              "nvidia-persistenced": "daemon", "nv-fabricmanager": "daemon", "nv-hostengine": "daemon"}
 # A systemd unit -> the daemon it runs (names as NVIDIA's units: nvidia-persistenced.service,
 # nvidia-fabricmanager.service, nvidia-dcgm.service).

@@ -26,7 +26,8 @@ from provision import profiles
 from provision.errors import ExitStatus, ProfileError, ProvisionError
 from provision.sim import faults, rack
 
-KEYS = ("nodes", "profile", "os", "faults")
+KEYS = ("nodes", "profile", "os", "fabric", "faults")
+FABRIC_KEYS: dict[str, type | tuple[type, ...]] = {"leaves": int, "spines": int, "oversubscription": (int, float)}
 FAULT_KEYS = {"kind", "device", "value"}
 DEFAULT_PROFILE = "h100-sxm5-80g-ndr"
 
@@ -40,8 +41,24 @@ def load(path: Path) -> dict:
     nodes = _nodes(path, data)
     _check_profile(path, data)
     _check_os(path, data, nodes)
+    _check_fabric(path, data)
     _check_faults(path, data, nodes)
     return data
+
+
+def _check_fabric(path: Path, data: dict) -> None:
+    """The optional ``fabric`` field: the fat-tree's ``leaves``, ``spines`` and ``oversubscription``."""
+    shape = data.get("fabric")
+    if shape is None:
+        return
+    if not isinstance(shape, dict):
+        raise ProvisionError(f"{path}: fabric: must be a mapping of {', '.join(FABRIC_KEYS)}")
+    for key, value in shape.items():
+        kind = FABRIC_KEYS.get(str(key))
+        if kind is None:
+            raise ProvisionError(f"{path}: fabric.{key}: unknown field (known: {', '.join(FABRIC_KEYS)})")
+        if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:  # type: ignore[operator]
+            raise ProvisionError(f"{path}: fabric.{key}: must be a positive number")
 
 
 def _read(path: Path) -> dict:
@@ -108,8 +125,9 @@ def _check_fault(where: str, item: object) -> None:
     """One fault item: a mapping with a known ``kind`` and optional ``device``, ``value``."""
     if not isinstance(item, dict) or "kind" not in item or set(item) - FAULT_KEYS:
         raise ProvisionError(f"{where}: must be a mapping with kind and optional device, value")
-    if not isinstance(item["kind"], str) or item["kind"] not in faults.KINDS:
-        raise ProvisionError(f"{where}.kind: unknown fault {item['kind']!r} (known: {', '.join(faults.KINDS)})")
+    known = [*faults.KINDS, *faults.FABRIC_KINDS]
+    if not isinstance(item["kind"], str) or item["kind"] not in known:
+        raise ProvisionError(f"{where}.kind: unknown fault {item['kind']!r} (known: {', '.join(known)})")
     for key in ("device", "value"):
         if not _scalar(item.get(key)):
             raise ProvisionError(f"{where}.{key}: must be a number or a string, got {item[key]!r}")
@@ -130,7 +148,7 @@ def up(path: Path, inventory_dir: Path, address_base: str, os_arg: str | None = 
     data = load(path)
     inventory_dir.mkdir(parents=True, exist_ok=True)
     rack.up(inventory_dir, data["nodes"], data.get("profile", DEFAULT_PROFILE), address_base,
-            os_arg=os_arg or data.get("os"))
+            os_arg=os_arg or data.get("os"), fabric=data.get("fabric"))
     for node, items in (data.get("faults") or {}).items():
         for item in items or []:
             value = None if item.get("value") is None else str(item["value"])

@@ -6,6 +6,14 @@ x (active NVLink fraction of the worst GPU used) x ``faults.slow_gpu_pair.factor
 both GPUs of the pair take part), with run-to-run noise per row. Per nccl-tests'
 PERFORMANCE.md: algbw = busbw x n / (2(n-1)) and time = latency + size / algbw.
 Line formats are nccl-tests common.cu's printf formats.
+
+Started by mpirun over several nodes (``OMPI_COMM_WORLD_SIZE`` > 1), the ranks talk MPI
+(mpi4py): rank 0 gathers every node's hardware model and prints one result for the whole job,
+as nccl-tests built with MPI=1 does (common.cu gathers each process's "Rank ... on HOST device"
+lines to process 0; only process 0 prints). Bus bandwidth is then the lower of every node's
+intra-node figure and the fabric's ring over the nodes in rank order
+(``fabricsim.ring_net_busbw_GBps``). A node that fails fails every rank: each failing rank
+prints its own failure and all exit with the same status; a hung node holds the whole job.
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ for _path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+import fabricsim  # noqa: E402
 import simhw  # noqa: E402
 
 # Bytes per element of nccl-tests' datatypes (-d).
@@ -27,6 +36,10 @@ TYPE_BYTES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint6
 # Small-message latency of one all-reduce on 8 NVLink GPUs in us (nccl_allreduce_a100x8_novalidation: ~35 us).
 LATENCY_US = 30.0
 SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+# How often ranks waiting for the others look again, in s: Open MPI's blocking collectives poll
+# without sleeping, so ranks held up by a hung node would otherwise spin on a core until the job's
+# timeout (mpi_yield_when_idle only yields: https://www.open-mpi.org/faq/?category=running#oversubscribing).
+WAIT_POLL_S = 0.01
 
 
 def size_arg(text: str) -> int:
@@ -94,16 +107,19 @@ def row(size: int, args, n: int, peak: float, noise: float) -> str:
     return line
 
 
-def header(args, gpus: list[dict], host: str) -> list[str]:
+def device_lines(gpus: list[dict], host: str, first_rank: int = 0, first_device: int = 0) -> list[str]:
+    """This process's "Rank ... on HOST device ..." lines (common.cu's format)."""
+    return [f"#  Rank {first_rank + i:2d} Group  0 Pid {os.getpid():6d} on {host:>10} device {first_device + i:2d} "
+            f"[0x{simhw.gpu_bus(gpu):02x}] {gpu['model']}" for i, gpu in enumerate(gpus)]
+
+
+def header(args, ngpus: int, devices: list[str]) -> list[str]:
     """Parameter line, device list and column heads."""
-    lines = [f"# nThread {args.nthreads} nGpus {len(gpus)} minBytes {args.minbytes} maxBytes {args.maxbytes} "
+    lines = [f"# nThread {args.nthreads} nGpus {ngpus} minBytes {args.minbytes} maxBytes {args.maxbytes} "
              f"step: {args.stepfactor if args.stepfactor > 1 else args.stepbytes}"
              f"({'factor' if args.stepfactor > 1 else 'bytes'}) warmup iters: {args.warmup_iters} "
              f"iters: {args.iters} agg iters: {args.agg_iters} validation: {args.check} graph: {args.cudagraph}",
-             "#", "# Using devices"]
-    for rank, gpu in enumerate(gpus):
-        lines.append(f"#  Rank {rank:2d} Group  0 Pid {os.getpid():6d} on {host:>10} device {rank:2d} "
-                     f"[0x{simhw.gpu_bus(gpu):02x}] {gpu['model']}")
+             "#", "# Using devices", *devices]
     blank = f"# {'':10}  {'':12}  {'':8}  {'':6}  {'':6}"
     return lines + ["#", blank + "           out-of-place                       in-place          ",
                     f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>7}  "
@@ -112,36 +128,117 @@ def header(args, gpus: list[dict], host: str) -> list[str]:
                     f"{'(GB/s)':>6}  {'':5}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':5}"]
 
 
+def fail_text(host: str, message: str) -> str:
+    """nccl-tests' CUDA failure report."""
+    return (f"{host}: Test CUDA failure common.cu:892 '{message}'\n .. {host} pid {os.getpid()}: "
+            f"Test failure common.cu:1190")
+
+
 def fail(host: str, message: str) -> int:
-    """nccl-tests' CUDA failure report; exit status testCudaError (2)."""
-    print(f"{host}: Test CUDA failure common.cu:892 '{message}'\n .. {host} pid {os.getpid()}: "
-          f"Test failure common.cu:1190")
+    """Print nccl-tests' CUDA failure report; exit status testCudaError (2)."""
+    print(fail_text(host, message))
     return 2
+
+
+def node_gpus(args, model: dict, host: str, local_rank: int = 0) -> tuple[list[dict], tuple[int, str] | None]:
+    """The GPUs this process drives (its local rank's share), or (exit status, report) of the failure."""
+    if simhw.driver() is None:
+        return [], (2, fail_text(host, "CUDA driver version is insufficient for CUDA runtime version"))
+    visible = simhw.visible_gpus(model)
+    if not visible:
+        return [], (2, fail_text(host, "no CUDA-capable device is detected"))
+    per_process = args.ngpus * args.nthreads
+    if per_process * (local_rank + 1) > len(visible):
+        return [], (2, fail_text(host, "invalid device ordinal"))
+    if args.datatype not in TYPE_BYTES:
+        return [], (1, f"datatype {args.datatype} is not supported")  # nccl-tests' message for -d
+    return visible[per_process * local_rank:per_process * (local_rank + 1)], None
+
+
+def result_lines(args, n: int, peak: float, noise: float) -> list[str]:
+    """The result rows and the summary lines, for ``n`` ranks in all."""
+    rows = [row(size, args, n, peak, noise) for size in sizes(args)]
+    busbw = [float(r.split()[i]) for r in rows for i in (7, 11)]
+    return rows + ["# Out of bounds values : 0 OK",
+                   f"# Avg bus bandwidth    : {sum(busbw) / len(busbw) if busbw else 0.0:g} ", "#"]
+
+
+def job_peak_busbw(models: list[dict], gpus: list[list[dict]], world: dict | None, rng=None) -> float:
+    """Large-message bus bandwidth of one all-reduce over several nodes (``models`` and the GPUs
+    each drives, in rank order): the slowest node's own figure, or the fabric's ring if lower."""
+    intra = min(peak_busbw(model, used) for model, used in zip(models, gpus))
+    return min(intra, fabricsim.ring_net_busbw_GBps(world, models, rng))
+
+
+def job_lines(args, reports: list[dict], world: dict | None) -> list[str]:
+    """Rank 0's output for the whole job from every process's report (rank order): ``model``,
+    ``gpus`` and its ``devices`` lines."""
+    models, gpus = [r["model"] for r in reports], [r["gpus"] for r in reports]
+    peak = job_peak_busbw(models, gpus, world)
+    noise = max(simhw.noise_pct(m) for m in models)
+    devices = [line for r in reports for line in r["devices"]]
+    return header(args, len(gpus[0]), devices) + result_lines(args, sum(len(g) for g in gpus), peak, noise)
+
+
+def mpi_size() -> int:
+    """Processes in the job as Open MPI's launcher tells each one (1 when not under mpirun)."""
+    try:
+        return int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+def wait_for_all(comm) -> None:
+    """A barrier that sleeps between polls (WAIT_POLL_S)."""
+    request = comm.Ibarrier()
+    while not request.Test():
+        time.sleep(WAIT_POLL_S)
+
+
+def mpi_main(args) -> int:
+    """One rank of a multi-node run, on MPI_COMM_WORLD."""
+    from mpi4py import MPI  # Debian's python3-mpi4py in the nodes; only multi-node runs need it
+
+    return run_rank(args, MPI.COMM_WORLD)
+
+
+def run_rank(args, comm) -> int:
+    """One rank of a multi-node run on ``comm`` (mpi4py's interface); rank 0 prints the job's result."""
+    model = simhw.load()
+    host = model.get("hostname") or socket.gethostname()
+    simhw.hang_if_faulted("all_reduce_perf", model)
+    local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+    gpus, error = node_gpus(args, model, host, local)
+    per_process = args.ngpus * args.nthreads
+    report = {"model": model, "gpus": gpus, "error": error,
+              "devices": device_lines(gpus, host, comm.Get_rank() * per_process, local * per_process)}
+    wait_for_all(comm)
+    errors = [e for e in comm.allgather(error) if e]
+    if error:
+        print(error[1], flush=True)
+    if errors:
+        return errors[0][0]
+    reports = comm.gather(report, root=0)
+    if comm.Get_rank() == 0:
+        sys.stdout.write("\n".join(job_lines(args, reports, fabricsim.load())) + "\n\n")
+        sys.stdout.flush()
+    return 0
 
 
 def main(argv: list[str]) -> int:
     """Run ``all_reduce_perf ARGV``; returns the exit status."""
     args, _unknown = parser().parse_known_args(argv)
+    if mpi_size() > 1:
+        return mpi_main(args)
     model = simhw.load()
     host = model.get("hostname") or socket.gethostname()
     simhw.hang_if_faulted("all_reduce_perf", model)
-    if simhw.driver() is None:
-        return fail(host, "CUDA driver version is insufficient for CUDA runtime version")
-    visible = simhw.visible_gpus(model)
-    if not visible:
-        return fail(host, "no CUDA-capable device is detected")
-    if args.ngpus * args.nthreads > len(visible):
-        return fail(host, "invalid device ordinal")
-    if args.datatype not in TYPE_BYTES:
-        print(f"datatype {args.datatype} is not supported")  # nccl-tests' message for -d
-        return 1
-    gpus = visible[:args.ngpus * args.nthreads]
+    gpus, error = node_gpus(args, model, host)
+    if error:
+        print(error[1])
+        return error[0]
     peak, noise = peak_busbw(model, gpus), simhw.noise_pct(model)
-    lines = header(args, gpus, host)
-    rows = [row(size, args, len(gpus), peak, noise) for size in sizes(args)]
-    busbw = [float(r.split()[i]) for r in rows for i in (7, 11)]
-    lines += rows + ["# Out of bounds values : 0 OK",
-                     f"# Avg bus bandwidth    : {sum(busbw) / len(busbw) if busbw else 0.0:g} ", "#"]
+    lines = header(args, len(gpus), device_lines(gpus, host)) + result_lines(args, len(gpus), peak, noise)
     time.sleep(0.05)
     sys.stdout.write("\n".join(lines) + "\n\n")
     return 0

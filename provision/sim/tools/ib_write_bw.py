@@ -5,8 +5,9 @@ The two sides meet over TCP (``-p``, default 18515) like perftest's out-of-band 
 swap one JSON line describing their HCA; the client computes the result and sends it back so
 both print the same table (as real perftest does). Bandwidth, in Gb/s:
 ``performance.ib_write_bw_Gbps`` x min(1, slower port rate / nominal rate) x the slower
-side's ``faults.slow_hca`` factor, capped by each side's usable PCIe bandwidth (and the
-GPU's with ``--use_cuda``), with run-to-run noise. ``MB/sec`` is 10^6 bytes/s, as
+side's ``faults.slow_hca`` factor x what the fabric route from client to server carries
+(``fabricsim.path_factor``: a degraded or flapping cable on it), capped by each side's usable
+PCIe bandwidth (and the GPU's with ``--use_cuda``), with run-to-run noise. ``MB/sec`` is 10^6 bytes/s, as
 samples/CONTRACT.md fixes it; the real capture ib_write_bw_loopback_8M_mbsec agrees (its
 24056.72 MB/sec on HDR 200 is 96% of line rate read as 10^6, above line rate read as 2^20). Layout from
 ib_write_bw_cx7_ndr_gbits and ib_write_bw_loopback_8M_mbsec.
@@ -24,6 +25,7 @@ for _path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+import fabricsim  # noqa: E402
 import perftest_cli  # noqa: E402
 import simhw  # noqa: E402
 
@@ -73,9 +75,19 @@ def bandwidth_Gbps(model: dict, a: dict, b: dict, size: int) -> float:
     nominal = float((model.get("nominal") or {}).get("hca_rate_Gbps") or max(a["rate_Gbps"], b["rate_Gbps"]))
     bw = float(perf.get("ib_write_bw_Gbps", 0.95 * nominal))
     bw *= min(1.0, min(a["rate_Gbps"], b["rate_Gbps"]) / nominal) * min(a["slow"], b["slow"])
+    bw *= route_factor(a, b)
     curve = (size / (size + HALF_BW_SIZE)) / (REFERENCE_SIZE / (REFERENCE_SIZE + HALF_BW_SIZE))
     bw = min(bw * min(1.0, curve), a["pcie_cap_Gbps"], b["pcie_cap_Gbps"])
     return simhw.noisy(bw, simhw.noise_pct(model))
+
+
+def route_factor(client: dict, server: dict) -> float:
+    """What the fabric's route from the client's HCA to the server's carries (1.0 off-fabric)."""
+    src, dst = (client.get("host"), client["device"]), (server.get("host"), server["device"])
+    plane = fabricsim.plane_of(fabricsim.load(), *src)
+    if plane is None or dst not in plane.cas:
+        return 1.0
+    return fabricsim.path_factor(plane, src, dst)
 
 
 def header(args, side: dict, server: bool) -> str:

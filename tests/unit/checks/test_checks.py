@@ -10,6 +10,8 @@ import pytest
 
 from provision import profiles
 from provision.checks import Outcome, ids, registry
+from provision.checks.base import Scope
+from provision.engine.jobs import target
 
 from tests.unit.checks import judge
 
@@ -42,6 +44,14 @@ CASES = [
     ("nccl_allreduce", "nccl_allreduce/sim_h100_nvlink_down.txt", "", Outcome.FAIL, "NCCL_SLOW"),
     ("nccl_allreduce", "nccl_allreduce/sim_h100_truncated.txt", "", Outcome.ERROR, "incomplete"),
     ("nccl_allreduce", "samples/nccl_allreduce_a100x8_novalidation.txt", "", Outcome.ERROR, "without validation"),
+    ("fabric", "fabric/sim_h100_healthy.txt", "mlx5_0", Outcome.PASS, "smp_errors = 0"),
+    ("fabric", "fabric/sim_h100_uplink_1x.txt", "mlx5_0", Outcome.FAIL,
+     "fabric mlx5_0 S-46a47c48d0db66d2[6] <-> S-6cbe9d500d4d9f3e[1]: width_speed = '1xNDR', expected '4xNDR'"),
+    ("fabric", "fabric/sim_h100_uplink_dead.txt", "mlx5_0", Outcome.FAIL,
+     "leaf S-46a47c48d0db66d2: uplinks = 3, expected 4 [FABRIC_UPLINK_MISSING"),
+    ("fabric", "fabric/sim_h100_truncated.txt", "mlx5_0", Outcome.ERROR, "incomplete"),
+    ("fabric", "samples/ibnetdiscover_nvidia_kb_ufm_lab_mixed_speeds_selfloops_smp_error.txt", "mlx5_0",
+     Outcome.FAIL, "smp_errors = 1, expected 0 [FABRIC_DISCOVERY_INCOMPLETE"),
 ]
 
 
@@ -76,16 +86,25 @@ def test_a_changed_threshold_flips_the_outcome():
 def test_steps_are_argv_lists_from_the_profile():
     class Host:
         address = "10.0.0.7"
+
+    class Other:
+        address = "10.0.0.8"
     for check in registry().values():
         if not all(H100.has(need) for need in check.needs):
             continue  # storage: the bare profile has no site facts
-        for step in check.steps(H100, Host()):
+        hosts = (Host(),) if check.scope is Scope.NODE else (Host(), Other())
+        for step in check.steps(H100, target(check, hosts)):
             assert isinstance(step.argv, list) and all(isinstance(a, str) for a in step.argv)
     ib = registry()["ib_write_bw"].steps(H100, Host())
     assert [s.key for s in ib] == [f"mlx5_{i}" for i in range(8)]
     assert ib[0].argv[-1] == "10.0.0.7" and ib[0].server[:3] == ["ib_write_bw", "-d", "mlx5_0"]
     nccl = registry()["nccl_allreduce"].steps(H100, Host())[0].argv
     assert nccl[nccl.index("-e") + 1] == "8589934592" and nccl[nccl.index("-c") + 1] == "1"
+    pair = registry()["ib_pairs"].steps(H100, target(registry()["ib_pairs"], (Host(), Other())))
+    assert (pair[0].on, pair[0].server_on, pair[0].argv[-1]) == (1, 0, "10.0.0.7")  # the client writes to hosts[0]
+    [mpi] = registry()["nccl_cluster"].steps(H100, target(registry()["nccl_cluster"], (Host(), Other())))
+    assert mpi.key == "2 nodes" and mpi.argv[:2] == ["mpirun", "--allow-run-as-root"]
+    assert mpi.argv[mpi.argv.index("--host") + 1] == "10.0.0.7:1,10.0.0.8:1" and "--tag-output" in mpi.argv
 
 
 def test_a_check_that_judged_nothing_is_an_error_not_a_pass():

@@ -26,6 +26,10 @@ def codes_in_source() -> dict[str, set[str]]:
         out[path.stem] = {n.value for n in ast.walk(tree)
                           if isinstance(n, ast.Constant) and isinstance(n.value, str) and CODE.match(n.value)}
     out["xid"] |= {xid.code(n) for n in xid.SEVERITY} | {xid.code(-1)}
+    # the cluster procedure's suspects (provision/engine/cluster.py) carry codes of their own
+    tree = ast.parse((CHECKS_DIR.parent / "engine" / "cluster.py").read_text())
+    out["localize"] = {n.value for n in ast.walk(tree)
+                       if isinstance(n, ast.Constant) and isinstance(n.value, str) and CODE.match(n.value)}
     return out
 
 

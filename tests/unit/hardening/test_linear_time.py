@@ -64,6 +64,8 @@ LEAD_INS = {
     "xml": "<nvidia_smi_log><gpu id='x'><product_name>",
     "nvcc": "Cuda compilation tools, release 12.4, V",
     "package": "libnccl2 ",
+    "ibnet_switch": '#\n# Topology file: x\nSwitch\t36 "S-e41d2d030003e470"\t\t# "',
+    "ibnet_port": 'Switch 36 "S-e41d2d030003e470" # "x" base port 0 lid 1 lmc 0\n[1]\t"S-e41d2d030003e470"[2]\t# ',
 }
 # Parser -> its lead-ins (each parser also reads the bare line).
 READS = {
@@ -80,6 +82,8 @@ READS = {
     "nvidia-smi-topo": ["topo"], "check:topology": ["topo"], "lspci": ["lspci"], "check:pcie_link": ["lspci"],
     "p2pBandwidthLatencyTest": ["p2p", "p2p_device"], "nvidia-smi-qx": ["xml"], "check:gpu_health": ["xml"],
     "check:stack": ["nvcc", "package"],
+    "ibnetdiscover": ["ibnet_switch", "ibnet_port"], "check:fabric": ["ibnet_switch", "ibnet_port"],
+    "check:ib_pairs": ["perftest", "bytes"], "check:nccl_cluster": ["rank", "nccl_row"],
 }
 
 

@@ -83,6 +83,11 @@ CASES = [
     ('stack_two_driver_versions.txt', 'check:stack:driver', 'several driver versions: 535.183.01, 550.127.05'),
     ('stack_package_garbage.txt', 'check:stack:packages',
      'not nvidia-smi driver_version, nvcc --version or dpkg-query'),
+    ('ibnetdiscover_port_999.txt', 'parse:ibnetdiscover', 'port number 999 is outside 1..255'),
+    ('ibnetdiscover_far_port_huge.txt', 'parse:ibnetdiscover',
+     "port number '9+\\.\\.\\.' is longer than 64 characters"),
+    ('ibnetdiscover_switch_lid_99999.txt', 'parse:ibnetdiscover', 'LID 99999 is over 65535'),
+    ('ibnetdiscover_short_guids.txt', 'parse:ibnetdiscover', "no 'Switch N .S-<16 hex digits>.' or 'Ca N"),
     ('empty.txt', 'parse:nvidia-smi', 'the text is empty'),
     ('nul_bytes.txt', 'parse:nvidia-smi', "no 'NVIDIA-SMI \\.\\.\\. Driver Version' banner"),
 ]

@@ -26,6 +26,7 @@ TOOL_OF = {
     "nvidia-smi + dmesg -T | grep NVRM + lsmod (terminal paste)": "dmesg-xid",
     "fio (normal text output)": "fio",
     "gpu-burn": "gpu-burn",
+    "ibnetdiscover": "ibnetdiscover",
     "ibstat": "ibstat",
     "ibstatus": "ibstatus",
     "lspci -vv (LnkCap/LnkSta lines only)": "lspci",
@@ -97,6 +98,23 @@ def _nvlink_view(actual: dict) -> list:
             for g in actual["gpus"]]
 
 
+def _narrow_end(link: dict) -> dict:
+    """An ibnetdiscover cable seen from its end that printed 1x, as the sample spells it."""
+    a_narrow = link["a_width_speed"].startswith("1x")
+    me, peer = ("a", "b") if a_narrow else ("b", "a")
+    return {"reported_by": link[me], "port": link[f"{me}_port"], "peer": link[peer], "peer_port": link[f"{peer}_port"],
+            "width_speed": link[f"{me}_width_speed"], "peer_reports": link[f"{peer}_width_speed"]}
+
+
+def _ibnet_switch(actual: dict, switch: dict) -> dict:
+    """A switch with its counts of host cables, self-loops and cables to other switches."""
+    mine = [lk for lk in actual["links"] if switch["guid"] in (lk["a"], lk["b"])]
+    return {"desc": switch["description"], "ports": switch["ports"], "lid": switch["lid"],
+            "host_ports": sum(lk["a"].startswith("H-") or lk["b"].startswith("H-") for lk in mine),
+            "self_loop_cables": sum(lk["self_loop"] for lk in mine),
+            "uplinks_to_other_switch": sum(not lk["self_loop"] and lk["a"][0] == lk["b"][0] == "S" for lk in mine)}
+
+
 def _fatal_qp(actual: dict) -> list:
     return [w for w in actual["warnings"] if "async fatal event on QP" in w]
 
@@ -156,6 +174,22 @@ RULES: dict[str, dict] = {
             "max_temp_C": lambda a: max(g["temp_C"] for g in a["gpus"]),
         },
         "skip": {"exit_code": "the shell's `echo $?` after gpu_burn, not gpu_burn output"},
+    },
+    "ibnetdiscover": {
+        "derive": {
+            "switch_count": lambda a: len(a["switches"]),
+            "ca_count": lambda a: len(a["cas"]),
+            "host_count": lambda a: len({c["description"].split()[0] for c in a["cas"]}),
+            "cables_total": lambda a: len(a["links"]),
+            "self_loop_cables": lambda a: sum(lk["self_loop"] for lk in a["links"]),
+            "leading_error_lines": lambda a: len(a["errors"]),
+            "degraded_width_links": lambda a: sum(lk["width"] in ("1x", "2x") for lk in a["links"]),
+            "links_1x": lambda a: [_narrow_end(lk) for lk in a["links"]
+                                   if "1x" in (lk["a_width_speed"][:2], lk["b_width_speed"][:2])],
+            "switches": lambda a: {s["guid"]: _ibnet_switch(a, s) for s in a["switches"]},
+            "host_link_speeds": lambda a: {c["description"]: lk["width_speed"] for c in a["cas"]
+                                           for lk in a["links"] if c["guid"] in (lk["a"], lk["b"])},
+        },
     },
     "ibstat": {
         "rename": {"rate": "rate_Gbps"},

@@ -15,7 +15,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 CONTRACT_TOOLS = {"nvidia-smi", "nvidia-smi-q", "nvidia-smi-qx", "nvidia-smi-csv", "nvidia-smi-topo",
                   "nvidia-smi-nvlink", "nccl-tests", "perftest", "ibstat", "ibstatus", "ibv_devinfo",
                   "dcgmi-diag", "nvbandwidth", "p2pBandwidthLatencyTest", "gpu-burn", "dmesg-xid",
-                  "lspci", "bonding", "fio"}
+                  "lspci", "bonding", "fio", "ibnetdiscover"}
 
 # Sample stem prefix -> the tools that may accept it. ibstat/ibstatus/ibv_devinfo share
 # one parser; the Xid paste holds nvidia-smi's own "Unable to determine the device
@@ -23,7 +23,8 @@ CONTRACT_TOOLS = {"nvidia-smi", "nvidia-smi-q", "nvidia-smi-qx", "nvidia-smi-csv
 ACCEPTED_BY = {
     "bond0": {"bonding"}, "dcgmi": {"dcgmi-diag"}, "dmesg_xid48": {"dmesg-xid"},
     "dmesg_xid79": {"dmesg-xid", "nvidia-smi"}, "fio": {"fio"}, "gpu_burn": {"gpu-burn"},
-    "ib_": {"perftest"}, "ibstat": {"ibstat", "ibstatus", "ibv_devinfo"}, "lspci": {"lspci"},
+    "ib_": {"perftest"}, "ibnetdiscover": {"ibnetdiscover"},
+    "ibstat": {"ibstat", "ibstatus", "ibv_devinfo"}, "lspci": {"lspci"},
     "nccl": {"nccl-tests"}, "nvbandwidth": {"nvbandwidth"}, "nvlink": {"nvidia-smi-nvlink"},
     "p2p": {"p2pBandwidthLatencyTest"}, "smi_q_": {"nvidia-smi-q"}, "smi_query_csv": {"nvidia-smi-csv"},
     "smi_qx": {"nvidia-smi-qx"}, "smi_table": {"nvidia-smi"}, "topo": {"nvidia-smi-topo"},

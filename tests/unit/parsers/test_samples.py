@@ -114,6 +114,10 @@ REQUIRED = {
                 "slaves[]": ["name", "mii_status", "speed_Mbps", "aggregator_id", "partner_mac"]},
     "fio": {"": ["jobs", "errors"], "jobs[]": ["name", "rw", "bs", "write_bw_MiBps", "write_iops",
                                                "read_bw_MiBps", "read_iops", "lat_p99_ms"]},
+    "ibnetdiscover": {"": ["switches", "cas", "links", "errors"],
+                      "switches[]": ["guid", "description", "lid", "ports"],
+                      "cas[]": ["guid", "description", "ports_cabled"],
+                      "links[]": ["a", "a_port", "b", "b_port", "width", "speed", "width_speed", "mismatch"]},
 }
 REQUIRED["nvidia-smi-qx"] = REQUIRED["nvidia-smi-q"]
 REQUIRED["ibstatus"] = REQUIRED["ibv_devinfo"] = REQUIRED["ibstat"]
@@ -138,3 +142,27 @@ def test_sample_has_contract_shape(path: Path) -> None:
 def test_every_sample_tool_has_a_parser() -> None:
     assert set(TOOL_OF.values()) <= set(PARSERS)
     assert set(RULES) <= set(PARSERS)
+
+
+CONTRACTS = sorted(SAMPLES.glob("*.contract.json"))
+
+
+def _same_cable(want: dict, got: dict) -> bool:
+    """Contract cables compare either way round (a/b order is not part of the contract)."""
+    flipped = {**want, "a": want["b"], "a_port": want["b_port"], "b": want["a"], "b_port": want["a_port"]}
+    return any(all(got[k] == w[k] for k in w) for w in (want, flipped))
+
+
+@pytest.mark.parametrize("path", CONTRACTS, ids=[p.name.removesuffix(".contract.json") for p in CONTRACTS])
+def test_sample_matches_its_contract_values(path: Path) -> None:
+    """``NAME.contract.json`` holds values in the contract's own key names (ibnetdiscover samples)."""
+    want = json.loads(path.read_text())
+    text = path.with_name(path.name.removesuffix(".contract.json") + ".txt").read_text()
+    got = parse_tool(want["tool"], text, path.name)
+    assert len(got["switches"]) == want["switch_count"] and len(got["cas"]) == want["ca_count"]
+    assert len(got["links"]) == want["cables_total"]
+    assert got["errors"] == want["errors"]
+    loops = [lk for lk in got["links"] if lk["a"] == lk["b"]]
+    assert len(loops) == len(want["self_loop_links"])
+    for cable in want["self_loop_links"] + want["degraded_links"]:
+        assert any(_same_cable(cable, lk) for lk in got["links"]), f"{path.name}: no cable {cable}"

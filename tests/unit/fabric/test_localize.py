@@ -1,0 +1,205 @@
+"""Adaptive localization on small fat-trees, against a small oracle of injected faults."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from provision.fabric.localize import Localizer, Observation, Routes
+from provision.fabric.localize import Test as Job
+from provision.fabric.synth import fat_tree
+
+THRESHOLD = 0.9
+
+
+class Oracle:
+    """Slowest HCA or cable per hop, slowest hop of any rail and slowest node per collective (ring in host
+    order); +-2% noise; ``dead`` hosts make their tests errors."""
+
+    def __init__(self, fabric, nodes=None, hcas=None, cables=None, dead=(), seed=0):
+        self.fabric, self.nodes, self.hcas, self.cables = fabric, nodes or {}, hcas or {}, cables or {}
+        self.dead, self.rng = set(dead), random.Random(seed)
+
+    def hop(self, rail, src, dst):
+        route = self.fabric.plane_of(rail).route(src, dst)
+        worst = min(self.hcas.get((src, rail), 1.0), self.hcas.get((dst, rail), 1.0))
+        return min([worst] + [self.cables.get((rail, lk.id), 1.0) for lk in route[1:-1]])
+
+    def noise(self):
+        return 1 + self.rng.uniform(-0.02, 0.02)
+
+    def run(self, t: Job) -> Observation:
+        if self.dead & set(t.hosts):
+            return Observation(t, None, {}, "unreachable")
+        rails = range(len(self.fabric.planes))
+        ratio, per_rail = None, {}
+        if t.kind in ("group", "probe"):
+            ring = t.hosts
+            hops = [self.hop(r, a, ring[(i + 1) % len(ring)]) for r in rails for i, a in enumerate(ring)]
+            ratio = min([self.nodes.get(h, 1.0) for h in ring] + hops) * self.noise()
+        if t.kind in ("pair", "probe"):
+            per_rail = {r: self.hop(r, t.hosts[1], t.hosts[0]) * self.noise() for r in rails}
+        return Observation(t, ratio, per_rail)
+
+
+def drive(loc: Localizer, oracle: Oracle, limit: int = 40) -> None:
+    for _ in range(limit):
+        tests = loc.next_round()
+        if not tests:
+            return
+        hosts = [h for t in tests for h in t.hosts]
+        assert len(hosts) == len(set(hosts)), "a host in two tests of one round"
+        loc.observe([oracle.run(t) for t in tests])
+    raise AssertionError("did not finish")
+
+
+def names(loc):
+    out = set()
+    for s in loc.suspects():
+        if s.kind == "cable":
+            out.add(("cable", s.rail, s.cable["id"], *(a["id"] for a in s.alternatives)))
+        else:
+            out.add((s.kind, s.host, s.rail))
+    return out
+
+
+def setup(n, rails=1, leaves=2):
+    hosts = [f"h{i:02d}" for i in range(n)]
+    fabric = fat_tree(hosts, rails=rails, leaves=leaves, spines=2)
+    return hosts, fabric
+
+
+def uplink(fabric, rail, host, j=0):
+    plane = fabric.plane_of(rail)
+    return plane.uplinks(plane.hca_of(host).leaf)[j]
+
+
+def mirror(fabric, rail, link):
+    """The other leaf's cable that carries every route ``link`` carries (two-leaf fabric)."""
+    routes = Routes(fabric)
+    users = set(routes.users(rail, link.id))
+    return [c for c in routes.cables(rail).values() if c.id != link.id and set(routes.users(rail, c.id)) == users][0]
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_one_slow_node(n):
+    hosts, fabric = setup(n)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, nodes={hosts[3]: 0.6}))
+    assert names(loc) == {("node", hosts[3], None)}
+    assert loc.node_phase_rounds <= math.log2(n) + 1
+    (s,) = loc.suspects()
+    assert s.confidence > 0.9 and s.evidence[-1]["test"] == "probe"
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_one_slow_hca(n):
+    hosts, fabric = setup(n, rails=2)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, hcas={(hosts[5], 1): 0.5}))
+    (s,) = loc.suspects()
+    assert (s.kind, s.host, s.rail, s.device) == ("hca", hosts[5], 1, "mlx5_1")
+    assert loc.node_phase_rounds <= math.log2(n) + 1
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_bad_cable_on_two_leaves_names_it_and_its_twin(n):
+    """Two leaves: a cable and its twin on the other leaf carry the same routes; both are named, one suspect."""
+    hosts, fabric = setup(n)
+    bad = uplink(fabric, 0, hosts[0], 1)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, cables={(0, bad.id): 0.5}))
+    (s,) = loc.suspects()
+    assert s.kind == "cable" and {s.cable["id"], *(a["id"] for a in s.alternatives)} == {bad.id,
+                                                                                         mirror(fabric, 0, bad).id}
+    leaf = fabric.plane_of(0).hca_of(hosts[0]).leaf
+    mine = s.cable if s.cable["id"] == bad.id else s.alternatives[0]
+    assert (mine["leaf"], mine["leaf_port"], mine["spine"], mine["spine_port"]) == \
+        (leaf, bad.port_on(leaf), *bad.far_end(leaf))
+    assert loc.unknown()["cables"] == []
+
+
+def test_bad_cable_on_three_leaves_is_named_alone():
+    hosts, fabric = setup(12, leaves=3)
+    bad = uplink(fabric, 0, hosts[4], 2)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, cables={(0, bad.id): 0.5}))
+    (s,) = loc.suspects()
+    leaf = fabric.plane_of(0).hca_of(hosts[4]).leaf
+    assert (s.kind, s.cable["id"], s.alternatives) == ("cable", bad.id, [])
+    assert (s.cable["leaf"], s.cable["leaf_port"], s.cable["spine"], s.cable["spine_port"]) == \
+        (leaf, bad.port_on(leaf), *bad.far_end(leaf))
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_node_hca_and_cable_together(n):
+    hosts, fabric = setup(n, rails=2)
+    bad = uplink(fabric, 1, hosts[-1], 0)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, nodes={hosts[1]: 0.7}, hcas={(hosts[n // 2 + 1], 0): 0.5},
+                      cables={(1, bad.id): 0.25}))
+    assert names(loc) - {n for n in names(loc) if n[0] == "cable"} == {("node", hosts[1], None),
+                                                                        ("hca", hosts[n // 2 + 1], 0)}
+    (cable,) = [s for s in loc.suspects() if s.kind == "cable"]
+    assert bad.id in {cable.cable["id"], *(a["id"] for a in cable.alternatives)} and cable.rail == 1
+
+
+@pytest.mark.parametrize("n,seed", [(8, 0), (16, 1), (16, 2)])
+def test_two_bad_nodes(n, seed):
+    hosts, fabric = setup(n)
+    bad = random.Random(seed).sample(hosts, 2)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, nodes={b: 0.5 for b in bad}))
+    assert names(loc) == {("node", b, None) for b in bad}
+    assert loc.node_phase_rounds <= 2 * (math.log2(n) + 1)
+
+
+def test_errors_keep_hosts_unknown():
+    hosts, fabric = setup(16)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, nodes={hosts[9]: 0.5}, dead={hosts[2]}))
+    assert names(loc) == {("node", hosts[9], None)}
+    assert loc.unknown()["hosts"] == [hosts[2]]
+    assert hosts[2] not in loc._good
+
+
+def test_false_alarm_is_cleared():
+    hosts, fabric = setup(8)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    first = loc.next_round()
+    loc.observe([Observation(t, 0.5 if i == 0 else 1.0) for i, t in enumerate(first)])
+    drive(loc, Oracle(fabric))
+    assert loc.suspects() == [] and loc.unknown() == {"hosts": [], "cables": []}
+
+
+def test_routes_memo_matches_plane_route():
+    hosts, fabric = setup(16, leaves=4)
+    routes = Routes(fabric)
+    plane = fabric.plane_of(0)
+    for a in hosts:
+        for b in hosts:
+            if a != b:
+                assert routes.middle(0, a, b) == tuple(lk.id for lk in plane.route(a, b)[1:-1])
+
+
+def test_rounds_share_no_directed_cable():
+    hosts, fabric = setup(16, leaves=4)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    oracle = Oracle(fabric, nodes={hosts[0]: 0.5})
+    while tests := loc.next_round():
+        used = []
+        for t in tests:
+            flows = [(t.hosts[1], t.hosts[0])] if t.kind == "pair" else \
+                [(a, t.hosts[(i + 1) % len(t.hosts)]) for i, a in enumerate(t.hosts)]
+            used += [(lk.id, i) for a, b in flows for i, lk in enumerate(fabric.plane_of(0).route(a, b)[1:-1])]
+        assert len(used) == len(set(used))
+        loc.observe([oracle.run(t) for t in tests])
+
+
+def test_bad_threshold_and_missing_host():
+    hosts, fabric = setup(8)
+    with pytest.raises(ValueError):
+        Localizer(fabric, hosts, 1.5)
+    with pytest.raises(ValueError, match="without an HCA"):
+        Localizer(fabric, hosts + ["ghost"])
