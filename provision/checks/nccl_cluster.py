@@ -8,7 +8,7 @@ largest size (GB/s) against ``nccl_cluster.busbw_GBps``: for the ring algorithm 
 the HCAs' line rate summed over the node's rails times the efficiency nccl-tests users
 measure (the profile row's source), since every ring crosses each node's HCAs. Also fails on
 wrong results, out-of-bounds values and a rank count other than nodes x GPUs. The step key
-is the group's node count ("4 nodes").
+is the group's node count ("4-nodes").
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def steps(profile, group) -> list[Step]:
     argv = ["mpirun", "--allow-run-as-root", "--tag-output", "-np", str(len(group.hosts)), "--host", hosts,
             "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
             "-g", str(profile["gpu"]["count"]), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
-    return [Step(f"{len(group.hosts)} nodes", argv)]
+    return [Step(f"{len(group.hosts)}-nodes", argv)]
 
 
 def parse(text: str) -> dict:
@@ -37,7 +37,7 @@ def judge(parsed: dict, profile) -> list[Finding]:
         raise ParseError("all_reduce_perf printed no result rows")
     if result.get("wrong") is None:
         raise ParseError("all_reduce_perf ran without validation: correctness unknown")
-    nodes = int(key.split()[0])
+    nodes = int(key.split("-")[0])
     ref = profile.required_reference("nccl_cluster", "busbw_GBps")
     busbw = result["busbw_at_max_size_GBps"]["out_of_place"]
     device = f"{nodes} nodes x {profile['gpu']['count']} GPUs"

@@ -24,12 +24,15 @@ from provision.engine.jobs import Job
 from provision.engine.scheduler import Scheduler
 from provision.errors import ParseError, ProvisionError
 from provision.fabric import localize, schedule
-from provision.fabric.model import Fabric
+from provision.fabric.model import Fabric, width_speed_for
 from provision.results.model import FABRIC, CheckResult, Finding, Outcome
 
 PROCEDURE = ("fabric", "ib_pairs", "nccl_cluster")  # checks this procedure runs (never planned statically)
 LOCALIZE = "localize"  # the id of the procedure's verdict (not a registered check: it runs no tool)
 THRESHOLD = 0.9  # what the localizer counts as passing; ratios are scaled so it equals each test's lower bound
+# What a degraded width or speed in ibnetdiscover is worth as evidence for one cable: the port
+# itself reports it (man ibnetdiscover), as sure as one isolating bandwidth test (localize.SINGLE).
+DISCOVERY_WEIGHT = 0.95
 SUSPECT_FAULTS = {"node": "SUSPECT_NODE", "hca": "SUSPECT_HCA", "cable": "SUSPECT_CABLE"}
 
 
@@ -102,9 +105,12 @@ class Procedure:
             entry["rounds"].append({"round": len(entry["rounds"]) + 1, "phase": "localize",
                                     "tests": [_test_row(o) for o in obs]})
         entry["rounds_total"] = len(entry["rounds"])
-        suspects = finder.suspects()
+        suspects, unknown = settle_twins(finder.suspects(), fabric, profile), finder.unknown()
         entry["suspects"] = [_suspect_row(s) for s in suspects]
-        self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.burnin.control.stop.is_set()))
+        entry["unknown"] = {"hosts": list(unknown["hosts"]),
+                            "cables": [{"rail": r, "id": cid} for r, cid in unknown["cables"]]}
+        self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.burnin.control.stop.is_set(),
+                                    entry["unknown"]))
 
     def _jobs(self, test) -> list[Job]:
         if test.kind == "group":
@@ -140,6 +146,29 @@ class Procedure:
         return localize.Observation(test, ratio, rails, "; ".join(errors))
 
 
+def settle_twins(suspects: list, fabric: Fabric, profile) -> list:
+    """A cable suspect traffic cannot tell from its twins (``Suspect.alternatives``: on a two-leaf
+    tree leaf A's j-th uplink and leaf B's j-th carry the same routes) is settled by the fabric
+    discovery when exactly one of them runs below the expected width and speed: ibnetdiscover
+    names it, and it becomes the suspect (its confidence combined with that evidence)."""
+    try:
+        expected = width_speed_for(float(profile["hca"]["rate_Gbps"]))
+    except (KeyError, TypeError, ValueError):
+        return suspects
+    degraded = {(p.name, lk.id): lk.width_speed for p in fabric.planes for lk in p.degraded(expected)}
+    for s in suspects:
+        if s.kind != "cable" or not s.alternatives or not s.cable:
+            continue
+        seen = [c for c in [s.cable, *s.alternatives] if (c["plane"], c["id"]) in degraded]
+        if len(seen) == 1:
+            s.cable, s.alternatives = seen[0], []
+            s.evidence = [*s.evidence, {"test": "ibnetdiscover", "width_speed": degraded[(seen[0]["plane"],
+                                                                                       seen[0]["id"])],
+                                        "expected": expected}]
+            s.confidence = 1 - (1 - s.confidence) * (1 - DISCOVERY_WEIGHT)
+    return suspects
+
+
 def _test_row(obs) -> dict:
     row = {"kind": obs.test.kind, "purpose": obs.test.purpose, "hosts": list(obs.test.hosts), "ratio": obs.ratio,
            "rail_ratios": {str(k): round(v, 4) for k, v in obs.rail_ratios.items()}}
@@ -152,37 +181,48 @@ def _test_row(obs) -> dict:
 
 def _suspect_row(s) -> dict:
     return {"kind": s.kind, "host": s.host, "rail": s.rail, "device": s.device, "cable": s.cable,
-            "evidence": list(s.evidence), "confidence": round(float(s.confidence), 3)}
+            "alternatives": list(getattr(s, "alternatives", [])), "evidence": list(s.evidence),
+            "confidence": round(float(s.confidence), 3)}
 
 
 def _describe(s) -> str:
     if s.kind == "cable" and s.cable:
-        c = s.cable
-        return (f"cable {c.get('leaf')}[{c.get('leaf_port')}] <-> {c.get('spine')}[{c.get('spine_port')}] "
-                f"({c.get('plane')})")
+        text = " or ".join(f"cable {c.get('leaf')}[{c.get('leaf_port')}] <-> {c.get('spine')}[{c.get('spine_port')}] "
+                           f"({c.get('plane')})" for c in [s.cable, *getattr(s, "alternatives", [])])
+        return text
     if s.kind == "hca":
         return f"{s.device} (rail {s.rail})"
     return "node"
 
 
-def _localize_result(hosts: tuple[str, ...], suspects, rounds: int, stopped: bool) -> CheckResult:
+def _localize_result(hosts: tuple[str, ...], suspects, rounds: int, stopped: bool, unknown: dict) -> CheckResult:
+    """The procedure's verdict: fail naming each suspect; error when stopped or when a host or a
+    leaf-spine cable was left unjudged (its tests errored, or nothing carried traffic over it)."""
     findings = [Finding(device=_describe(s), metric="suspect_confidence", value=round(float(s.confidence), 3),
                         ok=False, fault=SUSPECT_FAULTS[s.kind], action=_action(SUSPECT_FAULTS[s.kind]),
                         host=s.host or FABRIC, detail=_evidence_text(s)) for s in suspects]
     if stopped:
         return CheckResult(LOCALIZE, hosts, Outcome.ERROR, f"interrupted after {rounds} rounds",
                            scope=Scope.CLUSTER, findings=findings, run_error=True)
-    outcome = Outcome.FAIL if suspects else Outcome.PASS
     named = "; ".join(f"{f.host} {f.device}" for f in findings) or "no suspect"
-    return CheckResult(LOCALIZE, hosts, outcome, f"{len(suspects)} suspects in {rounds} rounds: {named}",
-                       scope=Scope.CLUSTER, findings=findings)
+    message = f"{len(suspects)} suspects in {rounds} rounds: {named}"
+    if unknown["hosts"] or unknown["cables"]:
+        return CheckResult(LOCALIZE, hosts, Outcome.ERROR, f"{message}; not judged: hosts "
+                           f"{', '.join(unknown['hosts']) or 'none'}, {len(unknown['cables'])} leaf-spine cables",
+                           scope=Scope.CLUSTER, findings=findings, run_error=True)
+    return CheckResult(LOCALIZE, hosts, Outcome.FAIL if suspects else Outcome.PASS, message, scope=Scope.CLUSTER,
+                       findings=findings)
 
 
 def _evidence_text(s) -> str:
     parts = []
-    for e in list(s.evidence)[:4]:
+    for e in list(s.evidence)[:4] + [e for e in s.evidence[4:] if e.get("test") == "ibnetdiscover"]:
+        if e.get("test") == "ibnetdiscover":
+            parts.append(f"ibnetdiscover: {e['width_speed']}, expected {e['expected']}")
+            continue
         short = e.get("shortfall_pct")
-        parts.append(f"round {e.get('round')} {e.get('test')} {'+'.join(e.get('hosts') or [])}"
+        rail = f" rail {e['rail']}" if e.get("rail") is not None else ""
+        parts.append(f"round {e.get('round')} {e.get('test')} {'+'.join(e.get('hosts') or [])}{rail}"
                      + (f" -{short}%" if short is not None else ""))
     return "; ".join(parts)
 

@@ -267,11 +267,12 @@ class Localizer:
         dirs.update(self._keys(src, dst))
 
     def _plan_cables(self, busy: set[str], dirs: set[tuple]) -> list[Test]:
-        pool = {h for h in self._good if h not in busy and h not in self._flaky}
+        named, open_sets = self._explain()
+        pool = {h for h in self.hosts if (h in self._good or self._pair_usable(h, named))
+                and h not in busy and h not in self._flaky}
         if len(pool) < 2:
             return []
         self._idle = {k: [h for h in reversed(v) if h in pool] for k, v in self._on_leaf.items()}
-        named, open_sets = self._explain()
         suspect = {c for u in open_sets for c in u if c[0] == "cable"} | {c for c in named if c[0] == "cable"}
         retest = sorted(c for c in suspect - named if self._tries.get(c, 0) < TRIES)
         cover = [("cable", r, cid) for r in self.rails for cid in sorted(self.routes.cables(r))
@@ -292,6 +293,13 @@ class Localizer:
             for c in cables:
                 self._tries[c] = self._tries.get(c, 0) + 1
         return tests
+
+    def _pair_usable(self, h: str, named: set[tuple]) -> bool:
+        """A host a pair test can use although it is a suspect: each of its HCAs cleared or itself named
+        (a slow node does not slow RDMA; a named HCA explains its own rail's failure). Only pair tests
+        then count on it; it is never a probe partner."""
+        return h not in self._unknown and all(("hca", h, r) in self._cleared or ("hca", h, r) in named
+                                              for r in self.rails)
 
     def _best_pair(self, target: tuple, retest: bool, pool: set[str], dirs: set[tuple], suspect: set[tuple],
                    planned: set[tuple]) -> tuple[str, str, list[tuple]] | None:

@@ -52,6 +52,16 @@ CASES = [
     ("fabric", "fabric/sim_h100_truncated.txt", "mlx5_0", Outcome.ERROR, "incomplete"),
     ("fabric", "samples/ibnetdiscover_nvidia_kb_ufm_lab_mixed_speeds_selfloops_smp_error.txt", "mlx5_0",
      Outcome.FAIL, "smp_errors = 1, expected 0 [FABRIC_DISCOVERY_INCOMPLETE"),
+    # ib_pairs and nccl_cluster: raw outputs of a cluster burn-in of the simulated rack in
+    # tests/data/scenarios/cluster-three-faults.yaml (node02's mlx5_3 slow, node06 slow)
+    ("ib_pairs", "ib_pairs/sim_h100_healthy_node03_node01.txt", "mlx5_3", Outcome.PASS, "mlx5_3: bw_avg_Gbps = 392"),
+    ("ib_pairs", "ib_pairs/sim_h100_slow_hca_node04_node02.txt", "mlx5_3", Outcome.FAIL, "IB_PAIR_SLOW"),
+    ("ib_pairs", "ib_pairs/sim_h100_truncated.txt", "mlx5_3", Outcome.ERROR, "incomplete"),
+    ("nccl_cluster", "nccl_cluster/sim_h100_2nodes_healthy.txt", "2-nodes", Outcome.PASS,
+     "2 nodes x 8 GPUs: busbw_GBps = 390.11 GB/s"),
+    ("nccl_cluster", "nccl_cluster/sim_h100_4nodes_slow_node.txt", "4-nodes", Outcome.FAIL, "NCCL_CLUSTER_SLOW"),
+    ("nccl_cluster", "nccl_cluster/sim_h100_2nodes_healthy.txt", "4-nodes", Outcome.FAIL, "nranks = 16, expected 32"),
+    ("nccl_cluster", "nccl_cluster/sim_h100_truncated.txt", "2-nodes", Outcome.ERROR, "incomplete"),
 ]
 
 
@@ -103,7 +113,7 @@ def test_steps_are_argv_lists_from_the_profile():
     pair = registry()["ib_pairs"].steps(H100, target(registry()["ib_pairs"], (Host(), Other())))
     assert (pair[0].on, pair[0].server_on, pair[0].argv[-1]) == (1, 0, "10.0.0.7")  # the client writes to hosts[0]
     [mpi] = registry()["nccl_cluster"].steps(H100, target(registry()["nccl_cluster"], (Host(), Other())))
-    assert mpi.key == "2 nodes" and mpi.argv[:2] == ["mpirun", "--allow-run-as-root"]
+    assert mpi.key == "2-nodes" and mpi.argv[:2] == ["mpirun", "--allow-run-as-root"]
     assert mpi.argv[mpi.argv.index("--host") + 1] == "10.0.0.7:1,10.0.0.8:1" and "--tag-output" in mpi.argv
 
 

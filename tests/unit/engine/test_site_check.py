@@ -97,7 +97,8 @@ def test_a_check_from_a_temporary_module_runs_and_reports(tmp_path, monkeypatch)
     monkeypatch.setenv(checks.CHECK_PATH_ENV, str(folder))
     assert {"site_probe", "site_pair"} <= set(checks.ids())
     assert checks.ids().index("site_probe") < checks.ids().index("gpu_health")  # order 5
-    assert checks.ids()[-1] == "site_pair"  # multi-host scopes after node scope
+    ids = checks.ids()  # multi-host scopes after node scope, then by order (site_pair's 95 before fabric's 100)
+    assert max(ids.index(c.id) for c in checks.registry().values() if c.scope.value == "node") < ids.index("site_pair")
 
     hosts = [host("n1"), host("n2")]
     rundir = RunStore(tmp_path / "runs").create("site")

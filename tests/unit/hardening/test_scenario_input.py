@@ -11,7 +11,7 @@ GOOD_FAULT = "faults:\n  node02:\n    - {kind: ib_rate, device: mlx5_3, value: 2
 
 
 @pytest.mark.parametrize("text,message", [
-    ("nodes: 2\nnoeds: 4\n", "noeds: unknown field (known: nodes, profile, os, faults)"),
+    ("nodes: 2\nnoeds: 4\n", "noeds: unknown field (known: nodes, profile, os, fabric, faults)"),
     ("nodes: true\n", "field 'nodes' must be a positive integer, got True"),
     ("nodes: 2.5\n", "field 'nodes' must be a positive integer, got 2.5"),
     ("nodes: -1\n", "field 'nodes' must be a positive integer, got -1"),
