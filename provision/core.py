@@ -266,13 +266,18 @@ def fabric(inventory_args: str | list[str] | None, files: list[str] | None = Non
 
 
 def _read_dumps(files: list[str]) -> list[tuple[str, str]]:
-    """(file, text) per file. Raises ProvisionError naming an unreadable one."""
+    """(file, text) per file, read up to one character past the parsers' bound (so /dev/zero or a FIFO
+    that never ends is refused by the parser's size check, not read into memory). Raises ProvisionError
+    naming an unreadable one."""
+    from provision.parsers import MAX_TEXT_CHARS
+
     dumps = []
     for file in files:
         try:
-            dumps.append((file, open(file, encoding="utf-8", errors="replace").read()))
+            with open(file, encoding="utf-8", errors="replace") as handle:
+                dumps.append((file, handle.read(MAX_TEXT_CHARS + 1)))
         except OSError as exc:
-            raise ProvisionError(f"{file}: cannot read: {exc.strerror}") from None
+            raise ProvisionError(f"{file}: cannot read: {exc.strerror or exc}") from None
     return dumps
 
 

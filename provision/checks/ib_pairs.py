@@ -11,37 +11,16 @@ https://github.com/Azure/azurehpc-health-checks). Pairs and rounds come from the
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Ready, Scope, Step
-from provision.checks.ib_write_bw import BASE_PORT, hca_names
-from provision.checks.rules import measured
-from provision.errors import ParseError
-from provision.parsers import parse_tool
+from provision.checks.base import Check, Finding, Scope, Step
+from provision.checks.ib_write_bw import bandwidth, parse, perftest_steps
 
 
 def steps(profile, pair) -> list[Step]:
-    params = profile.required_reference("ib_write_bw", "bw_avg_Gbps").params
-    out = []
-    for i, dev in enumerate(hca_names(profile)):
-        common = ["ib_write_bw", "-d", dev, "-s", str(params["msg_size_bytes"]),
-                  "-D", str(params["duration_s"]), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
-        # perftest's server prints this banner when it waits for its client (perftest README, "Running Tests")
-        ready = Ready(line="Waiting for client to connect", port=BASE_PORT + i)
-        out.append(Step(dev, common + [pair.server.address], server=common, ready=ready, on=1, server_on=0))
-    return out
-
-
-def parse(text: str) -> dict:
-    return parse_tool("perftest", text)
+    return perftest_steps(profile, pair.server, on=1, server_on=0)
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
-    ref = profile.required_reference("ib_write_bw", "bw_avg_Gbps")
-    findings = []
-    for dev, result in parsed.items():
-        if result.get("bw_avg_Gbps") is None:
-            raise ParseError(f"{dev}: perftest printed no average bandwidth")
-        findings.append(measured(dev, "bw_avg_Gbps", result["bw_avg_Gbps"], ref, "IB_PAIR_SLOW"))
-    return findings
+    return bandwidth(parsed, profile, "IB_PAIR_SLOW")
 
 
 CHECK = Check(id="ib_pairs", order=110, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),

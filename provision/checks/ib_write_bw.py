@@ -21,7 +21,9 @@ def hca_names(profile) -> list[str]:
     return list(hca.get("devices") or [f"mlx5_{i}" for i in range(hca["count"])])
 
 
-def steps(profile, host) -> list[Step]:
+def perftest_steps(profile, server, on: int = 0, server_on: int = 0) -> list[Step]:
+    """One ib_write_bw step per HCA: the server runs on job host ``server_on``, the client on
+    ``on`` connects to ``server``'s address; each HCA on its own TCP port."""
     params = profile.required_reference("ib_write_bw", "bw_avg_Gbps").params
     out = []
     for i, dev in enumerate(hca_names(profile)):
@@ -29,22 +31,32 @@ def steps(profile, host) -> list[Step]:
                   "-D", str(params["duration_s"]), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
         # perftest's server prints this banner when it waits for its client (perftest README, "Running Tests")
         ready = Ready(line="Waiting for client to connect", port=BASE_PORT + i)
-        out.append(Step(dev, common + [host.address], server=common, ready=ready))
+        out.append(Step(dev, common + [server.address], server=common, ready=ready, on=on, server_on=server_on))
     return out
+
+
+def steps(profile, host) -> list[Step]:
+    return perftest_steps(profile, host)
 
 
 def parse(text: str) -> dict:
     return parse_tool("perftest", text)
 
 
-def judge(parsed: dict, profile) -> list[Finding]:
+def bandwidth(parsed: dict, profile, fault: str) -> list[Finding]:
+    """Per HCA (step key) its average bandwidth against ``ib_write_bw.bw_avg_Gbps``; ``fault`` the
+    catalogue code of a shortfall. Raises ParseError when a step printed no average."""
     ref = profile.required_reference("ib_write_bw", "bw_avg_Gbps")
     findings = []
     for dev, result in parsed.items():
         if result.get("bw_avg_Gbps") is None:
             raise ParseError(f"{dev}: perftest printed no average bandwidth")
-        findings.append(measured(f"{dev}", "bw_avg_Gbps", result["bw_avg_Gbps"], ref, "HCA_SLOW"))
+        findings.append(measured(f"{dev}", "bw_avg_Gbps", result["bw_avg_Gbps"], ref, fault))
     return findings
+
+
+def judge(parsed: dict, profile) -> list[Finding]:
+    return bandwidth(parsed, profile, "HCA_SLOW")
 
 
 # JSON Schema of each reference's params (the test parameters the command is built from); the

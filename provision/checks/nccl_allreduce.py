@@ -26,16 +26,23 @@ def parse(text: str) -> dict:
 
 def judge(parsed: dict, profile) -> list[Finding]:
     result = parsed[""]
+    device = f"{result.get('nranks') or profile['gpu']['count']} GPUs"
+    ref = profile.required_reference("nccl_allreduce", "busbw_GBps")
+    return allreduce(result, device, profile["gpu"]["count"], ref, "NCCL_SLOW")
+
+
+def allreduce(result: dict, device: str, ranks: int, ref, slow: str) -> list[Finding]:
+    """An all_reduce_perf result judged: rank count, out-of-place busbw at the largest size against
+    ``ref`` (``slow`` the shortfall's fault code), no wrong results or out-of-bounds values, the sweep
+    reached ``ref``'s max_bytes. Raises ParseError with no rows or with validation off."""
     if not result["rows"]:
         raise ParseError("all_reduce_perf printed no result rows")
     if result.get("wrong") is None:
         raise ParseError("all_reduce_perf ran without validation: correctness unknown")
-    device = f"{result.get('nranks') or profile['gpu']['count']} GPUs"
     busbw = result["busbw_at_max_size_GBps"]["out_of_place"]
-    ref = profile.required_reference("nccl_allreduce", "busbw_GBps")
     return [
-        expect(device, "nranks", result.get("nranks"), profile["gpu"]["count"], "NCCL_RANKS"),
-        measured(device, "busbw_GBps", busbw, ref, "NCCL_SLOW"),
+        expect(device, "nranks", result.get("nranks"), ranks, "NCCL_RANKS"),
+        measured(device, "busbw_GBps", busbw, ref, slow),
         expect(device, "wrong", result["wrong"], 0, "NCCL_WRONG"),
         expect(device, "out_of_bounds_failed", bool(result.get("out_of_bounds_failed")), False, "NCCL_OOB"),
         expect(device, "max_size_bytes", result["max_size_bytes"], int(ref.params["max_bytes"]), "NCCL_TRUNCATED",
@@ -45,17 +52,20 @@ def judge(parsed: dict, profile) -> list[Finding]:
 
 # JSON Schema of each reference's params (the test parameters the command is built from); the
 # profile's rows are checked against it (provision.checks.references).
+SWEEP = {  # the all_reduce_perf sweep's params, shared with nccl_cluster
+    "binary": {"const": "all_reduce_perf"},
+    "min_bytes": {"type": "integer", "minimum": 1},
+    "max_bytes": {"type": "integer", "minimum": 1},
+    "step_factor": {"type": "integer", "minimum": 2},
+    "iters": {"type": "integer", "minimum": 1},
+    "warmup_iters": {"type": "integer", "minimum": 0},
+}
 PARAMS = {
     "busbw_GBps": {
         "required": ["min_bytes", "max_bytes", "step_factor", "iters", "warmup_iters"],
         "properties": {
-            "binary": {"const": "all_reduce_perf"},
-            "min_bytes": {"type": "integer", "minimum": 1},
-            "max_bytes": {"type": "integer", "minimum": 1},
-            "step_factor": {"type": "integer", "minimum": 2},
+            **SWEEP,
             "gpus": {"type": "integer", "minimum": 1},
-            "iters": {"type": "integer", "minimum": 1},
-            "warmup_iters": {"type": "integer", "minimum": 0},
             # whether the figure holds with NVLink SHARP (NCCL_NVLS_ENABLE)
             "nvls": {"enum": ["on", "off"]},
         },

@@ -13,8 +13,7 @@ is the group's node count ("4-nodes").
 from __future__ import annotations
 
 from provision.checks.base import Check, Finding, Scope, Step
-from provision.checks.rules import expect, measured
-from provision.errors import ParseError
+from provision.checks.nccl_allreduce import SWEEP, allreduce
 from provision.parsers import parse_tool
 
 
@@ -33,34 +32,17 @@ def parse(text: str) -> dict:
 
 def judge(parsed: dict, profile) -> list[Finding]:
     (key, result), = parsed.items()
-    if not result["rows"]:
-        raise ParseError("all_reduce_perf printed no result rows")
-    if result.get("wrong") is None:
-        raise ParseError("all_reduce_perf ran without validation: correctness unknown")
     nodes = int(key.split("-")[0])
     ref = profile.required_reference("nccl_cluster", "busbw_GBps")
-    busbw = result["busbw_at_max_size_GBps"]["out_of_place"]
     device = f"{nodes} nodes x {profile['gpu']['count']} GPUs"
-    return [
-        expect(device, "nranks", result.get("nranks"), nodes * profile["gpu"]["count"], "NCCL_RANKS"),
-        measured(device, "busbw_GBps", busbw, ref, "NCCL_CLUSTER_SLOW"),
-        expect(device, "wrong", result["wrong"], 0, "NCCL_WRONG"),
-        expect(device, "out_of_bounds_failed", bool(result.get("out_of_bounds_failed")), False, "NCCL_OOB"),
-        expect(device, "max_size_bytes", result["max_size_bytes"], int(ref.params["max_bytes"]), "NCCL_TRUNCATED",
-               unit="B"),
-    ]
+    return allreduce(result, device, nodes * profile["gpu"]["count"], ref, "NCCL_CLUSTER_SLOW")
 
 
 PARAMS = {
     "busbw_GBps": {
         "required": ["min_bytes", "max_bytes", "step_factor", "iters", "warmup_iters", "algorithm"],
         "properties": {
-            "binary": {"const": "all_reduce_perf"},
-            "min_bytes": {"type": "integer", "minimum": 1},
-            "max_bytes": {"type": "integer", "minimum": 1},
-            "step_factor": {"type": "integer", "minimum": 2},
-            "iters": {"type": "integer", "minimum": 1},
-            "warmup_iters": {"type": "integer", "minimum": 0},
+            **SWEEP,
             "algorithm": {"enum": ["ring", "tree"]},
             "efficiency": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         },

@@ -236,7 +236,7 @@ class Burnin:
 
     def _save(self, job: Job, host: str, step: Step, steps: int, result: CommandResult, server) -> RawOutput:
         check = job.check
-        rel = self.rundir.raw_name(check.id, check.scope, job.hosts, host, step.key, steps)
+        rel = self.rundir.raw_name(check.id, check.scope, job.hosts, host, step.key, steps, job.tag)
         self.rundir.write(rel, result.stdout)
         stderr = self.rundir.write(rel[:-4] + ".stderr", result.stderr) if result.stderr.strip() else ""
         served = self.rundir.write(rel[:-4] + ".server.txt", server[0].stdout) if server else ""

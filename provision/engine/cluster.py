@@ -88,7 +88,7 @@ class Procedure:
         devices = hca_names(profile)
         pairs = schedule.full(fabric, hosts) if self.schedule_name == "full" else schedule.quick(fabric, hosts)
         for number, round_ in enumerate(pairs, 1):
-            results = self._round([Job(self.pair_check, pair) for pair in round_])
+            results = self._round([Job(self.pair_check, pair, f"round{number}") for pair in round_])
             tests = [localize.Test("pair", pair, "schedule") for pair in round_]
             obs = [self._observe(t, [r], profile, devices) for t, r in zip(tests, results)]
             entry["rounds"].append({"round": number, "phase": f"ib_pairs {self.schedule_name}",
@@ -98,9 +98,10 @@ class Procedure:
     def _localize(self, entry: dict, fabric: Fabric, hosts: list[str], profile, devices: list[str]) -> None:
         finder = localize.Localizer(fabric, hosts, threshold=THRESHOLD)
         while not self.burnin.control.stop.is_set() and (tests := finder.next_round()):
-            jobs = [job for t in tests for job in self._jobs(t)]
+            tag = f"round{len(entry['rounds']) + 1}"
+            jobs = [job for t in tests for job in self._jobs(t, tag)]
             results = iter(self._round(jobs))
-            obs = [self._observe(t, [next(results) for _ in self._jobs(t)], profile, devices) for t in tests]
+            obs = [self._observe(t, [next(results) for _ in self._jobs(t, tag)], profile, devices) for t in tests]
             finder.observe(obs)
             entry["rounds"].append({"round": len(entry["rounds"]) + 1, "phase": "localize",
                                     "tests": [_test_row(o) for o in obs]})
@@ -112,12 +113,14 @@ class Procedure:
         self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.burnin.control.stop.is_set(),
                                     entry["unknown"]))
 
-    def _jobs(self, test) -> list[Job]:
+    def _jobs(self, test, tag: str) -> list[Job]:
+        """A group: one all-reduce; a pair: one ib_pairs job; a probe: the pair, then a 2-node all-reduce."""
+        hosts = tuple(test.hosts)
         if test.kind == "group":
-            return [Job(self.group_check, tuple(test.hosts))]
+            return [Job(self.group_check, hosts, tag)]
         if test.kind == "pair":
-            return [Job(self.pair_check, tuple(test.hosts))]
-        return [Job(self.pair_check, tuple(test.hosts)), Job(self.group_check, tuple(test.hosts))]
+            return [Job(self.pair_check, hosts, tag)]
+        return [Job(self.pair_check, hosts, tag), Job(self.group_check, hosts, tag)]
 
     def _fabric(self, found: CheckResult, hosts: list[str]) -> Fabric | None:
         if found.outcome is Outcome.ERROR or not found.raw:

@@ -10,8 +10,12 @@ from provision.results.model import Scope
 
 @dataclass(frozen=True)
 class Job:
+    """One check on ``hosts``; ``tag`` names the round of a job that may run again on the same
+    hosts (the cluster procedure's), so its raw outputs get their own folder."""
+
     check: Check
     hosts: tuple[str, ...]
+    tag: str = ""
 
     @property
     def label(self) -> str:

@@ -56,22 +56,46 @@ def fabric_from_dumps(dumps: Iterable[tuple[str, str]], hosts: list[str] | None 
     ``names[i]`` (default: the source). ``warn`` gets one line per tool error line and per
     incomplete dump. Raises ParseError naming the source for text that is not ibnetdiscover output
     or holds no cable."""
-    planes = []
+    planes: list[Plane] = []
+    seen: dict[str, str] = {}  # switch id -> the source of the plane it is in
     for i, (source, text) in enumerate(dumps):
         parsed = parse_tool("ibnetdiscover", text, source)
         for line in parsed["errors"]:
             if warn is not None:
                 warn(f"{source}: ibnetdiscover reported: {line}")
         if warn is not None and not parsed["complete"]:
-            warn(f"{source}: the dump is incomplete (cut short, or some nodes were not read): "
-                 f"{len(parsed['missing_blocks'])} nodes without their own block")
+            warn(f"{source}: the dump is incomplete ({_why_incomplete(parsed)})")
         if not parsed["links"]:
             raise ParseError(f"{source}: ibnetdiscover found no cable (the HCA port it ran on has no link?)")
         try:
-            planes.append(plane_from_ibnetdiscover(parsed, names[i] if names else source, hosts))
+            plane = plane_from_ibnetdiscover(parsed, names[i] if names else source, hosts)
         except ParseError as exc:
             raise ParseError(f"{source}: {exc}") from None
+        # A switch is in one subnet: a dump sharing one with an earlier dump is that plane again (the same
+        # file twice, or HCAs of one node on a single-subnet fabric); count it once.
+        again = next((seen[g] for g in plane.switches if g in seen), None)
+        if again is not None:
+            if warn is not None:
+                warn(f"{source}: the same plane as {again} (they share switches): counted once")
+            continue
+        if any(p.name == plane.name for p in planes):
+            raise ParseError(f"{source}: two planes named {plane.name!r}")
+        seen.update(dict.fromkeys(plane.switches, source))
+        planes.append(plane)
     return Fabric(planes)
+
+
+def _why_incomplete(parsed: dict) -> str:
+    """What a parsed dump that is not ``complete`` lacks, for the warning."""
+    why = []
+    if parsed["missing_blocks"]:
+        why.append(f"{len(parsed['missing_blocks'])} nodes without their own block")
+    one_end = sum(1 for lk in parsed["links"] if not (lk["a_width_speed"] and lk["b_width_speed"]))
+    if one_end:
+        why.append(f"{one_end} cables printed by one end only")
+    if parsed["unparsed_lines"]:
+        why.append(f"{parsed['unparsed_lines']} lines not read")
+    return "; ".join(why) or "cut short, or without its '# Topology file' header"
 
 
 def common_width_speed(fabric: Fabric) -> str | None:

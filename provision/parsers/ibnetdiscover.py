@@ -24,7 +24,9 @@ CLI interface names, not ibnetdiscover's (the real Quantum-2 dump in tests/data/
 could not name the value, read as null.
 
 Every cable is listed once, whichever of its ends printed it: a self-loop (a switch port cabled to
-another port of the same switch) prints twice in one block and is one cable. Where the two ends print
+another port of the same switch) prints twice in one block and is one cable; a port looped back to
+itself prints once and counts as printed by both its ends. A port printed with two different far ends
+(two dumps pasted into one file) is a ParseError: the tool prints one far end per port. Where the two ends print
 different width/speed, the cable's ``width_speed`` is the lower (by rate, then by lanes) and
 ``mismatch`` is true; ``a_width_speed``/``b_width_speed`` keep what each end printed (null for an end
 that did not print the cable). Lines that are none of the above and look like the tool's or libibmad's
@@ -62,15 +64,16 @@ _HEADER = re.compile(r"^#[ \t]*Topology file:")
 _FROM = re.compile(r"^#[ \t]*Initiated from node ([0-9a-fA-F]{1,16}) port")
 _KNOWN = re.compile(r"^(?:#|(?:vendid|devid|sysimgguid|switchguid|caguid|rtguid)=|Chassis \d|Non-Chassis Nodes"
                     r"|Hostname: )")
-_ERROR = re.compile(r"^(?:ibwarn|ibpanic|ibnetdiscover|\S+\.c:\d+;)|iberror|error|failed|timed out|bad status",
-                    re.IGNORECASE)
+_ERROR_START = re.compile(r"^(?:ibwarn|ibpanic|ibnetdiscover|\S+\.c:\d+;)", re.IGNORECASE)
+_ERROR_WORDS = ("iberror", "error", "failed", "timed out", "bad status")  # anywhere in the line, any case
 
 
 def parse(text: str) -> dict:
     """The contract's dict: ``switches``, ``cas``, ``links``, ``errors``, ``complete`` (module doc).
 
     Units: ``lid`` a LID, ``ports`` a port count, ports numbered from 1. Raises ParseError when the
-    text is not ibnetdiscover output, or when a port number or LID is out of its field's range.
+    text is not ibnetdiscover output, when a port number or LID is out of its field's range, or when
+    a port is printed cabled to two different far ends.
     """
     require_text(text, "ibnetdiscover")
     state = _State()
@@ -81,7 +84,7 @@ def parse(text: str) -> dict:
         state.read(row.rstrip())
     if not state.nodes:  # the real tool prints at least the node it started from, or an iberror line alone
         stray = state.errors or state.unparsed
-        said = f" (it printed: {stray[0][:200]})" if stray else ""
+        said = f" (it printed: {_printable(stray[0][:200])})" if stray else ""
         raise refuse("ibnetdiscover", "no 'Switch N \"S-<16 hex digits>\"' or 'Ca N \"H-<16 hex digits>\"' "
                      f"node line{said}")
     return state.result(last_whole=bool(rows) and state.last_ok)
@@ -100,6 +103,7 @@ class _State:
         self.unparsed: list[str] = []
         self.unparsed_count = 0
         self.last_ok = True
+        self.ends: dict[tuple[str, int], tuple[str, int]] = {}  # (node, port) -> the far (node, port)
 
     def read(self, row: str) -> None:
         self.last_ok = True
@@ -154,13 +158,22 @@ class _State:
         self._cable(here["guid"], port, far, far_port, far_tail.group(2), far_tail.group(3))
 
     def _cable(self, node: str, port: int, far: str, far_port: int, width: str, speed: str) -> None:
-        key = tuple(sorted([(node, port), (far, far_port)]))
+        here, there = (node, port), (far, far_port)
+        for end, other in ((here, there), (there, here)):  # a port has one cable: the tool prints one far end
+            seen = self.ends.setdefault(end, other)
+            if seen != other:
+                raise ParseError(f"port {end[1]} of {end[0]} is printed cabled to both {seen[0]}[{seen[1]}] and "
+                                 f"{other[0]}[{other[1]}] (two dumps pasted together?)")
+        key = tuple(sorted([here, there]))
         printed = f"{width}{speed}"
         cable = self.cables.get(key)
         if cable is None:
             cable = {"a": node, "a_port": port, "b": far, "b_port": far_port, "a_width_speed": None,
                      "b_width_speed": None}
             self.cables[key] = cable
+        if here == there:  # a port looped back to itself prints once, as both its ends
+            cable["a_width_speed"] = cable["b_width_speed"] = printed
+            return
         end = "a" if (cable["a"], cable["a_port"]) == (node, port) else "b"
         cable[f"{end}_width_speed"] = printed
 
@@ -175,7 +188,8 @@ class _State:
 
     def _stray(self, row: str) -> None:
         self.last_ok = False
-        if _ERROR.search(row):
+        low = row.lower()
+        if _ERROR_START.match(row) or any(word in low for word in _ERROR_WORDS):
             self.errors.append(row.strip())
             return
         self.unparsed_count += 1
@@ -236,6 +250,11 @@ def _width_speed(printed: str) -> tuple[str | None, str | None]:
 def _rank(pair: tuple) -> tuple[float, int]:
     width, speed = pair
     return WIDTH_LANES[width] * SPEED_GBPS[speed], WIDTH_LANES[width]
+
+
+def _printable(text: str) -> str:
+    """``text`` for a one-line message: control characters (binary junk, terminal escapes) shown as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _port_no(token: str, what: str = "port number", low: int = 1) -> int:

@@ -9,6 +9,7 @@ Layout of one run folder ``<runs>/<run_id>/``::
                              several steps, .stderr beside it when it printed any)
     raw/<host>/os-release.txt  the node's /etc/os-release, read once per run
     raw/<check>/<job>/<host>.<key>.txt  a multi-host job's outputs (job = its hosts joined by '+')
+    raw/<check>/roundN/<job>/...      the same for a round of the cluster procedure (jobs rerun on the same hosts)
     ansible/                 ansible-runner's private data dir and artifacts of the install
 
 ``<runs>/latest`` points at the newest run. Result rows name their raw files, so nothing
@@ -57,14 +58,16 @@ class RunDir:
     def ansible(self) -> Path:
         return self.path / "ansible"
 
-    def raw_name(self, check: str, scope: Scope, hosts: tuple[str, ...], host: str, key: str, steps: int) -> str:
-        """The relative path of one step's output (see the module's layout). Raises ProvisionError
-        for a name that is not a plain file name (the inventory refuses those; this is the second line)."""
-        for name in (check, host, *hosts, *([key] if key else [])):
+    def raw_name(self, check: str, scope: Scope, hosts: tuple[str, ...], host: str, key: str, steps: int,
+                 tag: str = "") -> str:
+        """The relative path of one step's output (see the module's layout); ``tag`` (a round, for
+        jobs that may run again on the same hosts) adds a folder level. Raises ProvisionError for a
+        name that is not a plain file name (the inventory refuses those; this is the second line)."""
+        for name in (check, host, *hosts, *([key] if key else []), *([tag] if tag else [])):
             safe_name(name, "a raw output's name")
         if scope is Scope.NODE:
             return f"raw/{host}/{check}.{key}.txt" if steps > 1 or key else f"raw/{host}/{check}.txt"
-        return f"raw/{check}/{'+'.join(hosts)}/{host}{'.' + key if key else ''}.txt"
+        return f"raw/{check}/{tag + '/' if tag else ''}{'+'.join(hosts)}/{host}{'.' + key if key else ''}.txt"
 
     def write(self, rel: str, text: str) -> str:
         """Write ``text`` at ``rel`` inside the run (mode 0600); return ``rel``."""

@@ -250,13 +250,19 @@ def _fabric_path(inventory_dir: Path) -> Path:
 
 
 def _cable(world: dict, host: str, device: str) -> tuple[dict, dict]:
-    """(plane, cable) that ``device`` (mlx5_R or mlx5_R:upJ) names from ``host``'s side."""
-    hca, _, up = device.partition(":")
+    """(plane, cable) that ``device`` (mlx5_R or mlx5_R:upJ) names from ``host``'s side.
+    Raises ProvisionError (one line) for any other ``device``."""
+    hca, colon, up = device.partition(":")
+    shown = repr(device if len(device) <= 40 else device[:40] + "...")
+    if not hca or (colon and not up):
+        raise ProvisionError(f"--device {shown}: name an HCA's cable, mlx5_R, or its leaf's uplink, mlx5_R:upJ")
     for plane in world["planes"]:
         ca = next((c for c in plane["cas"] if c["host"] == host and c["device"] == hca), None)
         if ca is None:
             continue
-        own = next(c for c in plane["cables"] if ca["id"] in (c["a"], c["b"]))
+        own = next((c for c in plane["cables"] if ca["id"] in (c["a"], c["b"])), None)
+        if own is None:
+            raise ProvisionError(f"--device {shown}: {host} {hca} has no cable on {plane['name']}")
         if not up:
             return plane, own
         leaf = own["b"] if own["a"] == ca["id"] else own["a"]
@@ -264,22 +270,34 @@ def _cable(world: dict, host: str, device: str) -> tuple[dict, dict]:
         ups = sorted((c for c in plane["cables"] if leaf in (c["a"], c["b"]) and c["a"] != c["b"]
                       and c["a"] in switches and c["b"] in switches),
                      key=lambda c: c["a_port"] if c["a"] == leaf else c["b_port"])
-        index = int(up[2:]) if up.startswith("up") and up[2:].isdigit() else -1
+        digits = up[2:]
+        index = int(digits) if up.startswith("up") and digits.isascii() and digits.isdigit() and len(digits) < 5 \
+            else -1
+        if not ups:
+            raise ProvisionError(f"--device {shown}: {host} {hca}'s leaf has no uplinks (a one-leaf fabric)")
         if not 0 <= index < len(ups):
-            raise ProvisionError(f"--device {device!r}: the leaf has uplinks up0..up{len(ups) - 1}")
+            raise ProvisionError(f"--device {shown}: {up[:40]!r} is not an uplink of {host} {hca}'s leaf "
+                                 f"(up0..up{len(ups) - 1})")
         return plane, ups[index]
-    raise ProvisionError(f"--device {device!r}: {host} has no HCA {hca!r} on the fabric")
+    raise ProvisionError(f"--device {shown}: {host} has no HCA {hca[:40]!r} on the fabric")
 
 
 def _edit_cable(cable: dict, how: str, value: str | None) -> None:
+    """Apply fault ``how`` to ``cable``. ``degrade``'s value is a width (1x 2x 4x 8x 12x) or a speed
+    (SDR ... XDR), default 1x; ProvisionError for any other."""
+    from provision.fabric.model import LANE_Gbps, LANES
+
     if how == "dead":
         cable["state"] = "down"
     elif how == "flap":
         cable["flapping"] = True
-    elif (value or "1x").lower().endswith("x"):
-        cable["width"] = (value or "1x").lower()
+    elif (value or "1x").strip().lower() in LANES:
+        cable["width"] = (value or "1x").strip().lower()
+    elif value and value.strip().upper() in LANE_Gbps:
+        cable["speed"] = value.strip().upper()
     else:
-        cable["speed"] = value.upper() if value else "SDR"
+        raise ProvisionError(f"--value {value!r}: not an InfiniBand width ({', '.join(LANES)}) or speed "
+                             f"({', '.join(LANE_Gbps)})")
 
 
 def _apply_fabric(world: dict, node_name: str, kind_name: str, device: str, value: str | None) -> str:

@@ -24,6 +24,8 @@ import yaml
 
 from provision import profiles
 from provision.errors import ExitStatus, ProfileError, ProvisionError
+from provision.fabric import synth
+from provision.fabric.model import width_speed_for
 from provision.sim import faults, rack
 
 KEYS = ("nodes", "profile", "os", "fabric", "faults")
@@ -41,24 +43,99 @@ def load(path: Path) -> dict:
     nodes = _nodes(path, data)
     _check_profile(path, data)
     _check_os(path, data, nodes)
-    _check_fabric(path, data)
+    _check_fabric(path, data, nodes)
     _check_faults(path, data, nodes)
+    _check_fabric_faults(path, data, nodes)
     return data
 
 
-def _check_fabric(path: Path, data: dict) -> None:
-    """The optional ``fabric`` field: the fat-tree's ``leaves``, ``spines`` and ``oversubscription``."""
+def _check_fabric(path: Path, data: dict, nodes: int) -> None:
+    """The optional ``fabric`` field: the fat-tree's ``leaves``, ``spines`` (positive integers) and
+    ``oversubscription`` (a positive finite number), then the shape they give ``nodes`` nodes
+    (``_check_fabric_shape``)."""
     shape = data.get("fabric")
-    if shape is None:
-        return
-    if not isinstance(shape, dict):
+    if shape is not None and not isinstance(shape, dict):
         raise ProvisionError(f"{path}: fabric: must be a mapping of {', '.join(FABRIC_KEYS)}")
-    for key, value in shape.items():
+    for key, value in (shape or {}).items():
         kind = FABRIC_KEYS.get(str(key))
         if kind is None:
             raise ProvisionError(f"{path}: fabric.{key}: unknown field (known: {', '.join(FABRIC_KEYS)})")
-        if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:  # type: ignore[operator]
-            raise ProvisionError(f"{path}: fabric.{key}: must be a positive number")
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ProvisionError(f"{path}: fabric.{key}: must be a positive integer, got {value!r}")
+        if kind is not int and (isinstance(value, bool) or not isinstance(value, kind)
+                                or not math.isfinite(value) or not value > 0):
+            raise ProvisionError(f"{path}: fabric.{key}: must be a positive finite number, got {value!r}")
+    _check_fabric_shape(path, data, nodes, shape or {})
+
+
+def _check_fabric_shape(path: Path, data: dict, nodes: int, shape: dict) -> None:
+    """The fat-tree ``rack.fabric_world`` builds (``synth.fat_tree``'s layout) must fit its switches:
+    no leaf without a node, hosts and uplinks within a leaf's radix, cables within a spine's, no spine
+    without a cable. Checked here so a scenario fails before its rack starts, naming file and field."""
+    profile = profiles.load(data.get("profile", DEFAULT_PROFILE))
+    hca = profile.data.get("hca") or {}
+    if not hca.get("count") or hca.get("link_layer", "InfiniBand") != "InfiniBand":
+        if shape:
+            raise ProvisionError(f"{path}: fabric: profile {profile.name} has no InfiniBand HCAs to cable")
+        return
+    try:
+        speed = width_speed_for(float(hca.get("rate_Gbps", 400)))[2:]
+    except (TypeError, ValueError):
+        speed = "NDR"  # what rack.fabric_world falls back to
+    radix = synth.RADIX.get(speed, 64)
+    leaves, spines = shape.get("leaves", 2), shape.get("spines", 2)
+    if "leaves" in shape and leaves > nodes:
+        raise ProvisionError(f"{path}: fabric.leaves: {leaves} leaves for {nodes} nodes (a leaf needs a node)")
+    leaves = min(leaves, nodes)
+    per_leaf = math.ceil(nodes / leaves)
+    if leaves == 1:
+        for key in ("spines", "oversubscription"):
+            if key in shape:
+                raise ProvisionError(f"{path}: fabric.{key}: a fabric of one leaf has no spines and no uplinks")
+        if per_leaf > radix:
+            raise ProvisionError(f"{path}: fabric: {per_leaf} nodes on one leaf exceed a {radix}-port {speed} switch")
+        return
+    wanted = per_leaf / shape.get("oversubscription", 1.0)
+    ups = math.ceil(wanted) if wanted <= radix else radix + 1
+    if per_leaf + ups > radix:
+        said = ups if ups <= radix else f"over {radix}"
+        raise ProvisionError(f"{path}: fabric: {per_leaf} nodes and {said} uplinks per leaf exceed a {radix}-port "
+                             f"{speed} switch (more leaves, or a higher oversubscription)")
+    if "spines" in shape and spines > ups:
+        raise ProvisionError(f"{path}: fabric.spines: {spines} spines but each leaf has {ups} uplinks "
+                             "(a spine would have no cable)")
+    per_spine = leaves * math.ceil(ups / spines)
+    if per_spine > radix:
+        raise ProvisionError(f"{path}: fabric.spines: {per_spine} leaf cables on a spine exceed a {radix}-port "
+                             f"{speed} switch (more spines, or a higher oversubscription)")
+
+
+def _check_fabric_faults(path: Path, data: dict, nodes: int) -> None:
+    """Each fabric fault's ``device`` names a cable of the rack's fabric and its ``value`` is one the
+    cable can take (``faults._cable``, ``faults._edit_cable`` on a copy of the fabric)."""
+    listed = [(node, i, item) for node, items in (data.get("faults") or {}).items()
+              for i, item in enumerate(items or []) if item["kind"] in faults.FABRIC_KINDS]
+    if not listed:
+        return
+    names = [f"node{i + 1:02d}" for i in range(nodes)]
+    world = rack.fabric_world(profiles.load(data.get("profile", DEFAULT_PROFILE)).data, names,
+                              data.get("fabric") or {})
+    for node, i, item in listed:
+        where = f"{path}: faults.{node}[{i}]"
+        if world is None:
+            raise ProvisionError(f"{where}.kind: {item['kind']}: the profile has no InfiniBand fabric")
+        device, value = item.get("device"), item.get("value")
+        if device is None or str(device) == "":
+            raise ProvisionError(f"{where}.device: {item['kind']} needs a device (mlx5_R or mlx5_R:upJ)")
+        try:
+            _, cable = faults._cable(world, node, str(device))
+        except ProvisionError as exc:
+            raise ProvisionError(f"{where}.device: {exc}") from None
+        try:
+            faults._edit_cable(dict(cable), faults.FABRIC_KINDS[item["kind"]][1],
+                               None if value is None else str(value))
+        except ProvisionError as exc:
+            raise ProvisionError(f"{where}.value: {exc}") from None
 
 
 def _read(path: Path) -> dict:
@@ -131,6 +208,20 @@ def _check_fault(where: str, item: object) -> None:
     for key in ("device", "value"):
         if not _scalar(item.get(key)):
             raise ProvisionError(f"{where}.{key}: must be a number or a string, got {item[key]!r}")
+    if item["kind"] == "slow_node" and item.get("value") is not None:
+        factor = _number(item["value"])
+        if factor is None or not 0 < factor <= 1:
+            raise ProvisionError(f"{where}.value: a slow node's factor must be a number in (0, 1], "
+                                 f"got {item['value']!r}")
+
+
+def _number(value: object) -> float | None:
+    """``value`` (a number or a numeric string) as a finite float, else None."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _scalar(value: object) -> bool:

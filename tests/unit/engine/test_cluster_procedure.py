@@ -1,0 +1,169 @@
+"""The cluster procedure's driving (provision/engine/cluster.py) without a rack: a stand-in engine
+answers each job from the simulated fabric's own physics (provision/sim/tools/fabricsim.py) and the
+simulated ibnetdiscover, so the procedure's planning, ratios, suspects, report rows and verdicts are
+tested end to end in process."""
+import importlib.util
+import random
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+
+from provision import profiles
+from provision.checks.ib_write_bw import hca_names
+from provision.checks.rules import measured
+from provision.engine import cluster
+from provision.engine.control import Control
+from provision.engine.verdict import verdict
+from provision.results.model import FABRIC, CheckResult, HostRecord, Outcome, RawOutput, Run, Scope
+from provision.results.store import RunStore
+from provision.sim import hwmodel, rack
+
+ROOT = Path(__file__).resolve().parents[3]
+TOOLS = ROOT / "provision/sim/tools"
+H100 = profiles.load("h100-sxm5-80g-ndr")
+HOSTS = [f"node{i:02d}" for i in range(1, 9)]
+
+
+def _module(name):
+    sys.path.insert(0, str(TOOLS))
+    spec = importlib.util.spec_from_file_location(f"sim_{name}", TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fabricsim = _module("fabricsim")
+
+
+class Engine:
+    """What the procedure needs of provision.engine.burnin.Burnin, answering from the sim's physics."""
+
+    def __init__(self, rundir, world, models):
+        self.rundir, self.world, self.models, self.workers = rundir, world, models, 16
+        self.control = Control(progress=lambda line: None)
+        self.states = {h: SimpleNamespace(profile=H100, judged_by=H100) for h in HOSTS}
+        self.rng = random.Random(7)
+        self.jobs = []
+
+    def _not_run(self, job):
+        return CheckResult(job.check.id, job.hosts, Outcome.ERROR, "not run", scope=job.check.scope, run_error=True)
+
+    def execute(self, job):
+        self.jobs.append(job)
+        return getattr(self, job.check.id)(job)
+
+    def fabric(self, job):
+        texts, raw = {}, []
+        world = self.rundir.path / "world.yaml"
+        world.write_text(yaml.safe_dump(self.world))
+        for dev in hca_names(H100):
+            env = {"PROVISION_SIM_FABRIC": str(world), "PROVISION_SIM_HOSTNAME": job.hosts[0]}
+            texts[dev] = subprocess.run([sys.executable, str(TOOLS / "ibnetdiscover.py"), "-C", dev, "-P", "1"],
+                                        env=env, capture_output=True, text=True, check=True).stdout
+            raw.append(RawOutput(dev, job.hosts[0], self.rundir.write(f"raw/fabric/{dev}.txt", texts[dev])))
+        result = verdict(job.check, job.hosts, job.check.scope, H100, texts)
+        result.raw = raw
+        return result
+
+    def ib_pairs(self, job):
+        server, client = (self.models[h] for h in job.hosts)
+        ref = H100.required_reference("ib_write_bw", "bw_avg_Gbps")
+        findings = []
+        for dev in hca_names(H100):
+            plane = fabricsim.plane_of(self.world, client["hostname"], dev)
+            factor = min(fabricsim.hca_factor(server, dev), fabricsim.hca_factor(client, dev),
+                         fabricsim.path_factor(plane, (client["hostname"], dev), (server["hostname"], dev), self.rng))
+            value = 392.3 * factor * self.rng.uniform(0.98, 1.02)  # figures.yaml's healthy CX-7 figure, noise
+            findings.append(measured(dev, "bw_avg_Gbps", value, ref, "IB_PAIR_SLOW"))
+        return _result(job, findings)
+
+    def nccl_cluster(self, job):
+        models = [self.models[h] for h in job.hosts]
+        busbw = fabricsim.ring_net_busbw_GBps(self.world, models, self.rng) * self.rng.uniform(0.98, 1.02)
+        ref = H100.required_reference("nccl_cluster", "busbw_GBps")
+        return _result(job, [measured(f"{len(job.hosts)} nodes", "busbw_GBps", busbw, ref, "NCCL_CLUSTER_SLOW")])
+
+
+def _result(job, findings):
+    ok = all(f.ok for f in findings)
+    return CheckResult(job.check.id, job.hosts, Outcome.PASS if ok else Outcome.FAIL, "", scope=job.check.scope,
+                       findings=findings)
+
+
+def _rack(tmp_path):
+    world = rack.fabric_world(H100.data, HOSTS, {})
+    models = {h: hwmodel.build(H100.data, h, i) for i, h in enumerate(HOSTS)}
+    return RunStore(tmp_path / "runs").create("t"), world, models
+
+
+def _degrade_uplink(world, host, rail, index):
+    plane = world["planes"][rail]
+    ca = next(c for c in plane["cas"] if c["host"] == host)
+    own = next(c for c in plane["cables"] if ca["id"] in (c["a"], c["b"]))
+    leaf = own["b"] if own["a"] == ca["id"] else own["a"]
+    ids = {s["id"] for s in plane["switches"]}
+    ups = sorted((c for c in plane["cables"] if leaf in (c["a"], c["b"]) and {c["a"], c["b"]} <= ids),
+                 key=lambda c: c["a_port"] if c["a"] == leaf else c["b_port"])
+    ups[index]["width"] = "1x"
+    return ups[index]
+
+
+def test_three_faults_are_named_and_nothing_healthy(tmp_path):
+    rundir, world, models = _rack(tmp_path)
+    models["node02"]["faults"]["slow_hca"] = {"mlx5_3": 0.6}
+    models["node06"]["faults"]["slow_node"] = 0.7
+    bad = _degrade_uplink(world, "node03", 5, 1)
+    engine = Engine(rundir, world, models)
+    results, record = cluster.Procedure(engine, "quick", None).run()
+    [group] = record["groups"]
+    got = {(s["kind"], s["host"], s["device"]) for s in group["suspects"]}
+    assert got == {("hca", "node02", "mlx5_3"), ("node", "node06", None), ("cable", None, None)}
+    [cable] = [s["cable"] for s in group["suspects"] if s["kind"] == "cable"]
+    assert {(cable["leaf"], cable["leaf_port"]), (cable["spine"], cable["spine_port"])} == {
+        (bad["a"], bad["a_port"]), (bad["b"], bad["b_port"])}
+    localize = results[-1]
+    assert localize.check == "localize" and localize.outcome is Outcome.FAIL
+    assert {f.host for f in localize.findings} == {"node02", "node06", FABRIC}
+    run = Run("t", hosts={h: HostRecord("h100-sxm5-80g-ndr") for h in HOSTS}, results=results, cluster=record)
+    assert {h for h, v in run.verdicts().items() if v != "pass"} == {"node02", "node06"}
+    assert all(r.evidence for r in results if r.check in ("ib_pairs", "nccl_cluster"))
+    assert group["rounds_total"] == len(group["rounds"]) <= 1 + 4 + 2  # quick round, log2(8)+1, cable rounds
+
+
+def test_a_healthy_rack_passes_with_every_cable_judged(tmp_path):
+    rundir, world, models = _rack(tmp_path)
+    results, record = cluster.Procedure(Engine(rundir, world, models), "full", None).run()
+    [group] = record["groups"]
+    assert group["suspects"] == [] and group["unknown"] == {"hosts": [], "cables": []}
+    assert results[-1].outcome is Outcome.PASS, results[-1].message
+    assert group["rounds"][0]["phase"] == "ib_pairs full"
+
+
+def test_errors_leave_hosts_unjudged_and_the_verdict_an_error(tmp_path):
+    rundir, world, models = _rack(tmp_path)
+    engine = Engine(rundir, world, models)
+    healthy = engine.nccl_cluster
+
+    def broken(job):
+        if "node04" in job.hosts:
+            return CheckResult(job.check.id, job.hosts, Outcome.ERROR, "mpirun exited 1", scope=Scope.GROUP,
+                               run_error=True)
+        return healthy(job)
+    engine.nccl_cluster = broken
+    results, record = cluster.Procedure(engine, "quick", None).run()
+    localize = results[-1]
+    assert localize.outcome is Outcome.ERROR and "node04" in localize.message
+    assert "node04" in record["groups"][0]["unknown"]["hosts"]
+
+
+def test_twin_cables_on_two_leaves_are_settled_by_discovery(tmp_path):
+    rundir, world, models = _rack(tmp_path)
+    bad = _degrade_uplink(world, "node01", 2, 0)
+    results, record = cluster.Procedure(Engine(rundir, world, models), "quick", None).run()
+    [suspect] = record["groups"][0]["suspects"]
+    assert suspect["kind"] == "cable" and suspect["alternatives"] == []
+    assert any(e.get("test") == "ibnetdiscover" for e in suspect["evidence"])
+    assert {suspect["cable"]["leaf"], suspect["cable"]["spine"]} == {bad["a"], bad["b"]}
