@@ -113,11 +113,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _parse(tool: str, file: str) -> int:
-    from provision.parsers import parse_tool
+    from provision.parsers import MAX_TEXT_CHARS, parse_tool
 
     path = Path(file)
-    try:
-        text = path.read_text(errors="replace")
+    try:  # one character past the parsers' bound, so /dev/zero or an endless FIFO meets the size check
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(MAX_TEXT_CHARS + 1)
     except OSError as exc:
         raise ProvisionError(f"{file}: cannot read: {exc.strerror}") from None
     print(json.dumps(parse_tool(tool, text, source=str(path)), indent=1))

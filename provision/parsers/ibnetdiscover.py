@@ -159,10 +159,10 @@ class _State:
 
     def _cable(self, node: str, port: int, far: str, far_port: int, width: str, speed: str) -> None:
         here, there = (node, port), (far, far_port)
-        for end, other in ((here, there), (there, here)):  # a port has one cable: the tool prints one far end
-            seen = self.ends.setdefault(end, other)
+        for near, other in ((here, there), (there, here)):  # a port has one cable: the tool prints one far end
+            seen = self.ends.setdefault(near, other)
             if seen != other:
-                raise ParseError(f"port {end[1]} of {end[0]} is printed cabled to both {seen[0]}[{seen[1]}] and "
+                raise ParseError(f"port {near[1]} of {near[0]} is printed cabled to both {seen[0]}[{seen[1]}] and "
                                  f"{other[0]}[{other[1]}] (two dumps pasted together?)")
         key = tuple(sorted([here, there]))
         printed = f"{width}{speed}"

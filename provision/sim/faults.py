@@ -109,9 +109,20 @@ def ib_rate(model, device, value):
     return device
 
 
+def _factor(value: str | None, default: float) -> float:
+    """A slowdown factor from --value, in (0, 1]. Raises ProvisionError."""
+    try:
+        factor = float(value) if value is not None else default
+    except ValueError:
+        factor = -1.0
+    if not 0 < factor <= 1:
+        raise ProvisionError(f"--value {str(value)[:40]!r}: a factor in (0, 1] (the fraction of healthy speed left)")
+    return factor
+
+
 def slow_hca(model, device, value):
     _hca(model, device)
-    model.setdefault("faults", {}).setdefault("slow_hca", {})[device] = float(value or 0.7)
+    model.setdefault("faults", {}).setdefault("slow_hca", {})[device] = _factor(value, 0.7)
     return device
 
 
@@ -155,7 +166,7 @@ def old_driver(model, device, value):
 
 
 def slow_node(model, device, value):
-    model.setdefault("faults", {})["slow_node"] = float(value or 0.7)
+    model.setdefault("faults", {})["slow_node"] = _factor(value, 0.7)
     return "node"
 
 

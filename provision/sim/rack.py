@@ -117,16 +117,16 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
     plan = os_plan(os_arg, nodes)
     addresses = _addresses(address_base, nodes)
     profile = profiles.load(profile_name)
+    names = [f"node{i + 1:02d}" for i in range(nodes)]
+    world = fabric_world(profile.data, names, fabric or {})  # a fabric that cannot be built stops here
     lower = sim_base.ensure_base(log)
     sdir = state_dir(inventory_dir)
     sdir.mkdir(parents=True, exist_ok=True)
     client_pub = keys.write_ed25519(sdir / "id_ed25519", "provision-controller")
-    names = [f"node{i + 1:02d}" for i in range(nodes)]
     repo_url = repo.serve(sdir / "repo", [snapshot.OS_TARGET[o] for o in plan], log)
     os_rpm = rpmrepo.rocky_mirror(sdir / "repo/www", repo_url, sdir / "repo/work",
                                   repo.signing_gpg(sdir / "repo")) if "rocky9" in plan else None
     known, started = [], []
-    world = fabric_world(profile.data, names, fabric or {})
     if world:
         (sdir / FABRIC_FILE).write_text(yaml.safe_dump(world, sort_keys=False))
         (sdir / f"{FABRIC_FILE}.healthy").write_text(yaml.safe_dump(world, sort_keys=False))

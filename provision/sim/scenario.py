@@ -62,7 +62,7 @@ def _check_fabric(path: Path, data: dict, nodes: int) -> None:
             raise ProvisionError(f"{path}: fabric.{key}: unknown field (known: {', '.join(FABRIC_KEYS)})")
         if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ProvisionError(f"{path}: fabric.{key}: must be a positive integer, got {value!r}")
-        if kind is not int and (isinstance(value, bool) or not isinstance(value, kind)
+        if kind is not int and (isinstance(value, bool) or not isinstance(value, (int, float))
                                 or not math.isfinite(value) or not value > 0):
             raise ProvisionError(f"{path}: fabric.{key}: must be a positive finite number, got {value!r}")
     _check_fabric_shape(path, data, nodes, shape or {})
@@ -82,7 +82,11 @@ def _check_fabric_shape(path: Path, data: dict, nodes: int, shape: dict) -> None
         speed = width_speed_for(float(hca.get("rate_Gbps", 400)))[2:]
     except (TypeError, ValueError):
         speed = "NDR"  # what rack.fabric_world falls back to
-    radix = synth.RADIX.get(speed, 64)
+    _check_switch_ports(path, nodes, shape, speed, synth.RADIX.get(speed, 64))
+
+
+def _check_switch_ports(path: Path, nodes: int, shape: dict, speed: str, radix: int) -> None:
+    """``_check_fabric_shape`` for switches of ``radix`` ports."""
     leaves, spines = shape.get("leaves", 2), shape.get("spines", 2)
     if "leaves" in shape and leaves > nodes:
         raise ProvisionError(f"{path}: fabric.leaves: {leaves} leaves for {nodes} nodes (a leaf needs a node)")

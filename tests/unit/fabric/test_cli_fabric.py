@@ -115,3 +115,38 @@ def test_live_runs_one_discovery_per_hca_of_the_profile(monkeypatch, tmp_path) -
     with pytest.raises(CommandError, match="host node01: ibnetdiscover -C mlx5_3 -P 1 exited 255: ibnetdiscover: "
                                            "iberror: failed: discover failed"):
         core._live_dumps(_Host(), profile)
+
+
+def test_the_same_plane_twice_is_counted_once_with_a_warning(capsys, tmp_path) -> None:
+    copy = tmp_path / "again.txt"
+    copy.write_text(MANPAGE.read_text())
+    rc, out, err = fabric(capsys, "--ibnetdiscover", str(MANPAGE), "--ibnetdiscover", str(MANPAGE),
+                          "--ibnetdiscover", str(copy))
+    assert rc == 0 and out.count("plane ") == 1 and "(2 leaves, 0 spines)" in out
+    assert f"{copy}: the same plane as {MANPAGE} (they share switches): counted once" in err
+
+
+@pytest.mark.parametrize("old,new,said", [
+    ("4xSDR", "4xFOO", "has no width and speed ibnetdiscover could name ('4xFOO')"),
+    ("4xSDR", "16xNDR", "has no width and speed ibnetdiscover could name ('16xNDR')"),
+    ('[10]    "S-0008f10400410015"[1]         # "SW-6IB4 Voltaire" lid 3 4xSDR',
+     '[10]    "S-00000000deadbeef"[1] # "ghost" lid 99 4xSDR', "is printed cabled to both"),
+])
+def test_a_dump_the_fabric_cannot_use_is_one_line_exit_2(capsys, tmp_path, old, new, said) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text(MANPAGE.read_text().replace(old, new))
+    rc, out, err = fabric(capsys, "--ibnetdiscover", str(path))
+    assert rc == 2 and out == "" and err.count("\n") == 1 and f"{path}: " in err and said in err, err
+
+
+def test_an_endless_file_is_refused_by_size_not_read_into_memory(capsys) -> None:
+    rc, _, err = fabric(capsys, "--ibnetdiscover", "/dev/zero")
+    assert rc == 2 and "/dev/zero: the text is 67108865 characters" in err
+
+
+def test_an_incomplete_dump_warns_what_it_lacks(capsys, tmp_path) -> None:
+    path = tmp_path / "cut.txt"
+    text = MANPAGE.read_text()
+    path.write_text(text[:text.index('[4]     "H-005442b100004900"') + 20])
+    rc, _, err = fabric(capsys, "--ibnetdiscover", str(path))
+    assert rc == 0 and "incomplete (3 nodes without their own block; 6 cables printed by one end only" in err

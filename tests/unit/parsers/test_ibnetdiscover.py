@@ -152,3 +152,39 @@ def test_out_of_range_numbers_are_refused() -> None:
         parse(MANPAGE.replace("Switch  24 ", "Switch  300 "))
     with pytest.raises(ParseError, match="LID 70000 is over 65535"):
         parse(MANPAGE.replace("lid 4 4xSDR", "lid 70000 4xSDR"))
+
+
+def test_a_port_printed_with_two_far_ends_is_refused_naming_it() -> None:
+    # two dumps pasted together: port 10 of the ISR9024 now also loops back to itself
+    text = MANPAGE.replace('[10]    "S-0008f10400410015"[1]         # "SW-6IB4 Voltaire" lid 3 4xSDR',
+                           '[10]    "S-005442ba00003080"[10]         # "ISR9024 Voltaire" lid 6 4xSDR')
+    with pytest.raises(ParseError, match=r"^dump.txt: port 10 of S-005442ba00003080 is printed cabled to both"):
+        parse(text)
+
+
+def test_the_same_dump_twice_in_one_file_is_the_same_cables() -> None:
+    once, twice = parse(MANPAGE), parse(MANPAGE + "\n" + MANPAGE)
+    assert twice["links"] == once["links"] and twice["complete"]
+
+
+def test_a_port_looped_back_to_itself_is_one_complete_self_loop() -> None:
+    got = parse('# Topology file: x\nSwitch 4 "S-0000000000000001" # "sw" base port 0 lid 1 lmc 0\n'
+                '[1] "S-0000000000000001"[1] # "sw" lid 1 4xNDR\n'
+                '[2] "H-0000000000000002"[1](2) # "n1 mlx5_0" lid 2 4xNDR\n'
+                '\nCa 1 "H-0000000000000002" # "n1 mlx5_0"\n'
+                '[1](2) "S-0000000000000001"[2] # lid 2 lmc 0 "sw" lid 1 4xNDR\n')
+    loop = next(lk for lk in got["links"] if lk["self_loop"])
+    assert (loop["a_port"], loop["b_port"], loop["width_speed"]) == (1, 1, "4xNDR") and got["complete"]
+
+
+def test_binary_junk_is_refused_in_one_printable_line() -> None:
+    with pytest.raises(ParseError) as info:
+        parse("\x1b[2J\x00\x07garbage\x1b]0;title\x07\n")
+    said = str(info.value)
+    assert said.isprintable() and "garbage" in said
+
+
+def test_crlf_and_non_utf8_bytes_read_as_the_plain_dump() -> None:
+    crlf = parse(MANPAGE.replace("\n", "\r\n"))
+    junk = parse(MANPAGE.encode().replace(b"Voltaire", b"Volt\xff\xfeaire").decode("utf-8", errors="replace"))
+    assert crlf["links"] == parse(MANPAGE)["links"] and crlf["complete"] and len(junk["links"]) == 7
