@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from provision import paths
-from provision.checks import ids
+from provision.checks import registry
 from provision.sim import rack
 from tests.integration.conftest import own_rack, provision
 
@@ -29,7 +29,8 @@ ROLES = {"nvidia_repo", "nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "stack
          "burnin_tools"}
 OS_MIX = "ubuntu2204,ubuntu2404,debian12,rocky9"
 HOSTS = ("node01", "node02", "node03", "node04")
-CHECKS = set(ids())
+CHECKS = {c.id for c in registry().values() if c.scope.value == "node"}
+CLUSTER = {c.id for c in registry().values() if c.scope.value != "node"} | {"localize"}
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,12 @@ def test_main_job_then_idempotent_install_then_a_fault(sim_rack, request):
         assert {f"install.{r}" for r in ROLES} <= names
         assert not list(suite.iter("failure")) and not list(suite.iter("error"))
         assert (paths.RUNS / run_id / "raw" / host / "gpu_health.txt").read_text().startswith("<?xml")
+    # The cluster procedure ran across the four nodes (one per distribution) and passed.
+    cluster = ET.parse(paths.RUNS / run_id / "junit" / "cluster.xml").getroot()
+    assert CLUSTER <= {c.get("classname")[len("burnin."):] for c in cluster.iter("testcase")}
+    assert not list(cluster.iter("failure")) and not list(cluster.iter("error"))
+    [group] = rep["cluster"]["groups"]
+    assert group["suspects"] == [] and group["unknown"] == {"hosts": [], "cables": []}
 
     # Judged again from the saved raw outputs, the run gives the same report.
     before = rep["results"]
