@@ -98,7 +98,7 @@ class Burnin:
                 jobs, stop=self.control.stop, not_run=self._not_run, on_result=record)
             ids = {c.id for c in checks}
             if scope != "node" and set(cluster.PROCEDURE) <= ids and not self.control.stop.is_set():
-                more, self.cluster = cluster.Procedure(self, schedule_name, record).run()
+                more, self.cluster = cluster.Procedure(self, schedule_name, record, results).run()
                 results += more
             return results
         finally:

@@ -39,8 +39,14 @@ SUSPECT_FAULTS = {"node": "SUSPECT_NODE", "hca": "SUSPECT_HCA", "cable": "SUSPEC
 class Procedure:
     """The cluster procedure over ``burnin``'s hosts; ``record`` sees each result as it ends."""
 
-    def __init__(self, burnin, schedule_name: str, record: Callable[[CheckResult], None] | None):
+    def __init__(self, burnin, schedule_name: str, record: Callable[[CheckResult], None] | None,
+                 node_results: list[CheckResult] | None = None):
         self.burnin, self.schedule_name, self.record = burnin, schedule_name, record
+        # A host a node-scope check failed or could not judge stays out: the multi-node tests would only
+        # rediscover it, and every group it joined would be slow or broken (Azure and SuperBench test
+        # across nodes only after the single-node checks pass).
+        self.excluded = {r.hosts[0]: f"{r.check} {r.outcome.value}" for r in node_results or []
+                         if r.scope is Scope.NODE and r.outcome in (Outcome.FAIL, Outcome.ERROR)}
         checks = registry()
         self.fabric_check, self.pair_check, self.group_check = (checks[c] for c in PROCEDURE)
         self.results: list[CheckResult] = []
@@ -48,8 +54,9 @@ class Procedure:
 
     def run(self) -> tuple[list[CheckResult], dict]:
         for profile_name, hosts in self._groups().items():
-            if len(hosts) >= 2 and not self.burnin.control.stop.is_set():
-                self._group(profile_name, hosts)
+            ready = [h for h in hosts if h not in self.excluded]
+            if len(ready) >= 2 and not self.burnin.control.stop.is_set():
+                self._group(profile_name, ready, {h: self.excluded[h] for h in hosts if h in self.excluded})
         return self.results, {"groups": self.groups}
 
     def _groups(self) -> dict[str, list[str]]:
@@ -74,9 +81,9 @@ class Procedure:
             self._keep(result)
         return out
 
-    def _group(self, profile_name: str, hosts: list[str]) -> None:
+    def _group(self, profile_name: str, hosts: list[str], excluded: dict[str, str]) -> None:
         entry: dict = {"profile": profile_name, "hosts": hosts, "schedule": self.schedule_name, "rounds": [],
-                       "suspects": [], "rounds_total": 0}
+                       "suspects": [], "rounds_total": 0, "excluded": excluded}
         self.groups.append(entry)
         found = self._round([Job(self.fabric_check, tuple(hosts))])[0]
         fabric = self._fabric(found, hosts)
@@ -112,6 +119,9 @@ class Procedure:
                             "cables": [{"rail": r, "id": cid} for r, cid in unknown["cables"]]}
         self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.burnin.control.stop.is_set(),
                                     entry["unknown"]))
+        unjudged = _unjudged(entry["unknown"])
+        if unjudged is not None and not self.burnin.control.stop.is_set():
+            self._keep(unjudged)
 
     def _jobs(self, test, tag: str) -> list[Job]:
         """A group: one all-reduce; a pair: one ib_pairs job; a probe: the pair, then a 2-node all-reduce."""
@@ -199,22 +209,33 @@ def _describe(s) -> str:
 
 
 def _localize_result(hosts: tuple[str, ...], suspects, rounds: int, stopped: bool, unknown: dict) -> CheckResult:
-    """The procedure's verdict: fail naming each suspect; error when stopped or when a host or a
-    leaf-spine cable was left unjudged (its tests errored, or nothing carried traffic over it)."""
+    """The procedure's verdict: fail naming each suspect, and each leaf-spine cable that carried no
+    traffic (a fabric finding: it fails the run, not a node); error when stopped."""
     findings = [Finding(device=_describe(s), metric="suspect_confidence", value=round(float(s.confidence), 3),
                         ok=False, fault=SUSPECT_FAULTS[s.kind], action=_action(SUSPECT_FAULTS[s.kind]),
                         host=s.host or FABRIC, detail=_evidence_text(s)) for s in suspects]
     if stopped:
         return CheckResult(LOCALIZE, hosts, Outcome.ERROR, f"interrupted after {rounds} rounds",
                            scope=Scope.CLUSTER, findings=findings, run_error=True)
-    named = "; ".join(f"{f.host} {f.device}" for f in findings) or "no suspect"
+    untested = "FABRIC_CABLE_UNTESTED"
+    findings += [Finding(device=f"cable {c['id']} (rail {c['rail']})", metric="carried_traffic", value=False,
+                         ok=False, expected=True, fault=untested, action=_action(untested), host=FABRIC)
+                 for c in unknown["cables"]]
+    named = "; ".join(f"{f.host} {f.device}" for f in findings if f.fault != untested) or "no suspect"
     message = f"{len(suspects)} suspects in {rounds} rounds: {named}"
-    if unknown["hosts"] or unknown["cables"]:
-        return CheckResult(LOCALIZE, hosts, Outcome.ERROR, f"{message}; not judged: hosts "
-                           f"{', '.join(unknown['hosts']) or 'none'}, {len(unknown['cables'])} leaf-spine cables",
-                           scope=Scope.CLUSTER, findings=findings, run_error=True)
-    return CheckResult(LOCALIZE, hosts, Outcome.FAIL if suspects else Outcome.PASS, message, scope=Scope.CLUSTER,
+    if unknown["cables"]:
+        message += f"; {len(unknown['cables'])} leaf-spine cables carried no traffic"
+    return CheckResult(LOCALIZE, hosts, Outcome.FAIL if findings else Outcome.PASS, message, scope=Scope.CLUSTER,
                        findings=findings)
+
+
+def _unjudged(unknown: dict) -> CheckResult | None:
+    """An error on the hosts localization could not judge (their tests kept erroring), on them alone."""
+    if not unknown["hosts"]:
+        return None
+    return CheckResult(LOCALIZE, tuple(unknown["hosts"]), Outcome.ERROR,
+                       f"not judged: the cluster tests of {', '.join(unknown['hosts'])} kept failing to run",
+                       scope=Scope.CLUSTER, run_error=True)
 
 
 def _evidence_text(s) -> str:

@@ -281,7 +281,7 @@ class Run:
         names = sorted(set(self.hosts) | set(self.install) | {h for r in self.results for h in r.hosts})
         for host in names:
             install = self.install.get(host)
-            mine = self.results_of(host)
+            mine = [r for r in self.results_of(host) if not r.evidence]  # evidence is weighed by localize
             if (install and install.status != "ok") or any(r.outcome is Outcome.ERROR for r in mine):
                 out[host] = "error"
             elif any(r.outcome is Outcome.FAIL and host in r.blamed() for r in mine):

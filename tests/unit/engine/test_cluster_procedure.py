@@ -167,3 +167,22 @@ def test_twin_cables_on_two_leaves_are_settled_by_discovery(tmp_path):
     assert suspect["kind"] == "cable" and suspect["alternatives"] == []
     assert any(e.get("test") == "ibnetdiscover" for e in suspect["evidence"])
     assert {suspect["cable"]["leaf"], suspect["cable"]["spine"]} == {bad["a"], bad["b"]}
+
+
+def test_three_hosts_pass_and_a_host_failed_by_a_node_check_stays_out(tmp_path):
+    hosts = HOSTS[:3]
+    rundir, world, models = _rack(tmp_path)
+    world = rack.fabric_world(H100.data, hosts, {})
+    engine = Engine(rundir, world, {h: models[h] for h in hosts})
+    engine.states = {h: engine.states[h] for h in hosts}
+    results, record = cluster.Procedure(engine, "quick", None).run()
+    [group] = record["groups"]
+    assert results[-1].outcome is Outcome.PASS, results[-1].message
+    assert group["unknown"] == {"hosts": [], "cables": []}
+
+    rundir, world, models = _rack(tmp_path / "eight")
+    failed = CheckResult("xid", ("node02",), Outcome.FAIL, "xid = 79")
+    results, record = cluster.Procedure(Engine(rundir, world, models), "quick", None, [failed]).run()
+    [group] = record["groups"]
+    assert "node02" not in group["hosts"] and group["excluded"] == {"node02": "xid fail"}
+    assert all("node02" not in r.hosts for r in results)
