@@ -94,7 +94,7 @@ class SshProcess:
         the output (RFC 4254 6.10 lets it come before EOF; OpenSSH sends it when the child exits
         while it still forwards the pipe), so the exit status alone is not the end: wait for EOF too."""
         ch = self.channel
-        return (ch.exit_status_ready() and (ch.eof_received or ch.closed) and not ch.recv_ready()
+        return bool(ch.exit_status_ready() and (ch.eof_received or ch.closed) and not ch.recv_ready()
                 and not ch.recv_stderr_ready())
 
     def read_until(self, text: str, timeout_s: float) -> bool:
