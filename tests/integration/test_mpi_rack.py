@@ -58,11 +58,14 @@ def _run_on(folder, host: str, command: str) -> tuple[int, str]:
         transport = client.get_transport()
         assert transport is not None
         channel = transport.open_session(timeout=10)
-        channel.set_combine_stderr(True)
         channel.settimeout(MPIRUN_TIMEOUT_S)
         channel.exec_command(command)
+        # stdout alone, as the SSH transport keeps it: mpirun's stderr warnings (setpgid) would land in
+        # the middle of a rank's line if the two were combined
         text = channel.makefile("rb").read().decode()
-        return channel.recv_exit_status(), text
+        errors = channel.makefile_stderr("rb").read().decode()
+        status = channel.recv_exit_status()
+        return status, text if status == 0 else text + errors
     finally:
         client.close()
 
