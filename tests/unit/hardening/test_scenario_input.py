@@ -34,13 +34,7 @@ GOOD_FAULT = "faults:\n  node02:\n    - {kind: ib_rate, device: mlx5_3, value: 2
      "faults.node01[0].device: must be a number or a string, got {'a': 1}"),
 ])
 def test_a_mistyped_scenario_field_is_one_line_naming_file_and_field(tmp_path, text, message):
-    path = tmp_path / "scenario.yaml"
-    path.write_text(text)
-    with pytest.raises(ProvisionError) as info:
-        scenario.load(path)
-    said = str(info.value)
-    assert "\n" not in said
-    assert said.startswith(f"{path}: ") and message in said, said
+    assert_refused(tmp_path, text, message)
 
 
 def test_a_well_typed_scenario_loads(tmp_path):
@@ -78,13 +72,7 @@ def test_a_well_typed_scenario_loads(tmp_path):
     ("nodes: 4\nfaults:\n  node01: [{kind: slow_node, value: fast}]\n", "faults.node01[0].value: a slow node's factor"),
 ])
 def test_a_bad_fabric_or_fabric_fault_is_one_line_naming_file_and_field(tmp_path, text, message):
-    path = tmp_path / "scenario.yaml"
-    path.write_text(text)
-    with pytest.raises(ProvisionError) as info:
-        scenario.load(path)
-    said = str(info.value)
-    assert "\n" not in said
-    assert said.startswith(f"{path}: ") and message in said, said
+    assert_refused(tmp_path, text, message)
 
 
 def test_a_scenario_with_a_fabric_shape_and_fabric_faults_loads(tmp_path):
@@ -93,3 +81,14 @@ def test_a_scenario_with_a_fabric_shape_and_fabric_faults_loads(tmp_path):
                     "  node03:\n    - {kind: cable_degraded, device: 'mlx5_5:up1', value: HDR}\n"
                     "    - {kind: port_flapping, device: mlx5_2}\n  node06:\n    - {kind: slow_node, value: '0.5'}\n")
     assert scenario.load(path)["fabric"]["oversubscription"] == 2
+
+
+def assert_refused(tmp_path, text, message):
+    """``text`` as a scenario file is refused in one line naming the file and containing ``message``."""
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    with pytest.raises(ProvisionError) as info:
+        scenario.load(path)
+    said = str(info.value)
+    assert "\n" not in said
+    assert said.startswith(f"{path}: ") and message in said, said
