@@ -17,6 +17,11 @@ APT_PACKAGES := openssh-client coreutils
 # The simulated rack only: its base root (debootstrap), its nodes (unshare), its signed package
 # repository (apt-ftparchive, gpg). Installed by sim-base, so a real site's controller lacks them.
 SIM_APT_PACKAGES := debootstrap util-linux apt-utils gnupg
+# The tests only: a real Slurm (slurmctld, slurmd, scontrol) and munge on this machine, for
+# tests/integration/test_slurm_drain.py (`provision burnin --drain slurm`). Installed by test.
+TEST_APT_PACKAGES := slurm-wlm munge
+# Headless Chromium opens the HTML report (tests/unit/report/test_html.py: screenshot and DOM).
+TEST_APT_PACKAGES += chromium
 RUN_ARGS := -i $(INVENTORY) $(if $(LIMIT),--limit $(LIMIT)) $(if $(RUN_ID),--run-id $(RUN_ID))
 # INVENTORY as `provision -i` reads it (the path if it exists, else inventory/NAME); only the
 # embedded default (inventory/sim) needs the simulated base, a real site never builds it.
@@ -74,4 +79,5 @@ lint: setup ## yamllint, ansible-lint (production profile), ruff, mypy and the i
 	$(VENV)/bin/lint-imports
 
 test: sim-base lint ## Lint, then run the tests (unit and the simulated-rack integration test)
+	$(call apt_install,$(TEST_APT_PACKAGES))
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)

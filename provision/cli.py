@@ -38,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--schedule", choices=("quick", "full"), default="quick",
                            help="IB pair rounds: quick (one round, partners on other leaves) or full (own leaf, "
                            "then until every leaf-spine cable carried traffic)")
+            c.add_argument("--drain", choices=("slurm",), help="drain the failing nodes in Slurm (scontrol), never "
+                           "one that someone else drained or downed; runs/<id>/drain.txt lists them either way")
+            c.add_argument("--resume-passed", action="store_true", help="with --drain slurm: return to service the "
+                           "nodes this tool drained (Reason 'burnin: ...') that now pass the checks they failed")
+            c.add_argument("--check-set", metavar="NAME", help="the checks of the profile's check_sets.NAME "
+                           "(e.g. quick, deep for nightly runs); not with --checks")
+            _history_option(c)
     embedded.add_commands(sub)
     ev = sub.add_parser("evaluate", help="judge a saved run again from its raw outputs (touches no node)")
     ev.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
@@ -60,7 +67,46 @@ def _parser() -> argparse.ArgumentParser:
                      "inventory's first GPU node, once per HCA")
     fab.add_argument("--json", action="store_true", help="print JSON instead of text")
     fab.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
+    _history_parser(sub)
+    _report_parser(sub)
     return p
+
+
+def _report_parser(sub) -> None:
+    rep = sub.add_parser("report", help="write a run's HTML report (one self-contained file) and, with "
+                         "--prometheus, its node_exporter textfile")
+    rep.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
+    rep.add_argument("--out", metavar="FILE", help="where to write the HTML (default RUN_DIR/report.html)")
+    rep.add_argument("--history", metavar="PATH", help="a history database: add each host's trend across runs")
+    rep.add_argument("--prometheus", action="store_true", help="also write the Prometheus textfile RUN_DIR/burnin.prom")
+    rep.add_argument("--prometheus-out", metavar="FILE", help="write the Prometheus textfile there instead, "
+                     "world-readable (e.g. node_exporter's textfile collector directory)")
+
+
+def _history_option(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--history", metavar="PATH", help="the history database (default $PROVISION_HISTORY, else "
+                   "runs/history.db)")
+
+
+def _history_parser(sub) -> None:
+    his = sub.add_parser("history", help="print the nodes' stored measurements across runs, or `history import "
+                         "RUN_DIR...` to load runs made before the history existed")
+    his.add_argument("action", nargs="*", metavar="import RUN_DIR", help="import these run folders (or run ids)")
+    his.add_argument("--host")
+    his.add_argument("--check")
+    his.add_argument("--metric")
+    his.add_argument("--since", metavar="DATE", help="runs started at or after this ISO date or time (UTC)")
+    his.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    _history_option(his)
+
+
+def _history(args: argparse.Namespace) -> int:
+    if not args.action:
+        return core.history(args.history, args.host, args.check, args.metric, args.since, args.json)
+    if args.action[0] != "import":
+        raise ProvisionError(f"history: unknown action {args.action[0]!r} (use `history import RUN_DIR...` "
+                             "or filters such as --host)")
+    return core.history_import(args.history, args.action[1:])
 
 
 def _inventory_parser(sub) -> None:
@@ -96,7 +142,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
                         only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
                         retry_failed=getattr(args, "retry_failed", None), progress=lambda line: print(line, flush=True),
-                        scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"))
+                        scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"),
+                        history=getattr(args, "history", None), check_set=getattr(args, "check_set", None),
+                        drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False))
     if args.command == "evaluate":
         return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args))
     if args.command == "inventory":
@@ -106,9 +154,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return core.list_checks(args.markdown)
     if args.command == "parse":
         return _parse(args.tool, args.file)
+    if args.command == "history":
+        return _history(args)
     if args.command == "fabric":
         return core.fabric(args.inventory, args.ibnetdiscover, args.json, _csv(args.limit), _vault(args),
                            err=lambda line: print(line, file=sys.stderr))
+    if args.command == "report":
+        return core.report(args.run_dir, args.out, args.history,
+                           args.prometheus_out or ("" if args.prometheus else None))
     return embedded.dispatch(args)
 
 

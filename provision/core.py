@@ -21,18 +21,27 @@ from provision.engine.ssh import SshTransport
 from provision.errors import ExitStatus, ProfileError, ProvisionError
 from provision.inventory import listing
 from provision.report import junit, summary
+from provision.report import html as html_report
+from provision.report import prometheus
 from provision.results.model import FABRIC, JUDGED_VARS, FailedTask, HostInstall, HostRecord, Outcome, RoleResult, Run
 from provision.results.store import RunDir, RunStore
 from provision.runner import ansible
+from provision.slurm import drain as slurm_drain
+from provision.slurm.scontrol import Scontrol
 
 
 def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[str] | None = None,
         tags: str | None = None, only_checks: list[str] | None = None, run_id: str | None = None,
         vault: inv.Vault = inv.Vault(), retry_failed: str | None = None, progress=print, scope: str = "all",
-        schedule: str = "quick") -> ExitStatus:
+        schedule: str = "quick",
+        history: str | None = None, check_set: str | None = None,
+        drain: str | None = None, resume_passed: bool = False) -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
-    ok there. Returns the exit status; raises ProvisionError for bad input."""
+    ok there. Returns the exit status; raises ProvisionError for bad input.
+    After a burn-in the run is gated against and stored in the history database ``history``
+    (``_remember``); ``check_set`` runs the profiles' ``check_sets[check_set]`` (``_check_set``)."""
+    _drain_options(drain, resume_passed)
     known = checks.ids()
     if only_checks is not None and not only_checks:
         raise ProvisionError("--checks: name at least one check")
@@ -44,6 +53,9 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         progress(f"retry: {len(limit)} hosts whose install did not end ok in {retry_failed}: {', '.join(limit)}")
     inventory = _gpu_inventory(inventory_args, limit, vault, progress)
     hosts = list(inventory.gpu_hosts)
+    slurm_nodes = slurm_drain.node_names(hosts) if drain == "slurm" else {}  # bad input: before any node is touched
+    if check_set is not None:
+        only_checks = _check_set(check_set, hosts, only_checks)
     rundir = RunStore(paths.RUNS).create(run_id)
     run = Run(run_id=rundir.name, inventory=inventory.label, phases=list(phases), started=_now(),
               hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
@@ -58,9 +70,13 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
             if "burnin" in phases and hosts and not control.stop.is_set():
                 _burnin(hosts, rundir, run, only_checks, control, scope, schedule)
         finally:
+            if "burnin" in phases and run.results:
+                _remember(run, rundir, history, progress)
             run.finished = _now()
             rundir.save(run)
             junit.write(rundir.junit, run)
+            prometheus.write(rundir.path / PROMETHEUS_FILE, run)  # node_exporter's textfile collector
+    _drain(phases, rundir, run, slurm_nodes, resume_passed, control)  # drain.txt; --drain slurm
     progress("\n" + summary.render(run))
     progress(f"\nresults: {rundir.report}, JUnit in {rundir.junit}/")
     if control.stop.is_set():
@@ -351,3 +367,175 @@ def _fabric_lines(view: dict, expected: str | None) -> list[str]:
         lines += [f"    {lk['a']}[{lk['a_port']}] <-> {lk['b']}[{lk['b_port']}] {lk['width_speed']}"
                   f"{' (its two ends disagree)' if lk['mismatch'] else ''}" for lk in bad]
     return lines
+
+
+PROMETHEUS_FILE = "burnin.prom"  # beside report.json; node_exporter's textfile collector reads *.prom
+HTML_FILE = "report.html"
+
+
+def report(run_arg: str, out: str | None = None, history: str | None = None, prometheus_out: str | None = None,
+           progress=print) -> ExitStatus:
+    """Write a run's HTML report (``provision.report.html``) at ``out`` (default RUN_DIR/report.html),
+    with each host's trend from the history database ``history`` when given; with ``prometheus_out``
+    ('' for RUN_DIR/burnin.prom, else a path: world-readable there, for node_exporter) the textfile too.
+    Raises ProvisionError for a run folder without a readable report, a missing history file or an
+    unwritable output."""
+    from pathlib import Path
+
+    rundir = RunStore(paths.RUNS).open(run_arg)
+    run = rundir.load()
+    trend = _history_trend(Path(history), run) if history else None
+    target = Path(out) if out else rundir.path / HTML_FILE
+    try:
+        html_report.write(target, run, rundir, trend)
+        progress(f"report: {target} ({target.stat().st_size} bytes)")
+        if prometheus_out is not None:
+            prom = Path(prometheus_out) if prometheus_out else rundir.path / PROMETHEUS_FILE
+            inside = rundir.path in prom.resolve().parents
+            prometheus.write(prom, run, 0o600 if inside else 0o644)
+            progress(f"prometheus: {prom}")
+    except OSError as exc:
+        raise ProvisionError(f"report: cannot write {exc.filename or target}: {exc.strerror or exc}") from None
+    return ExitStatus.OK
+
+
+TREND_METRICS = ("busbw_GBps", "bw_avg_Gbps", "gflops")  # the report's per-host trend plots
+
+
+def _history_trend(file, run: Run) -> dict:
+    """{host: [(run id, series, value)]} of ``run``'s hosts from the history database ``file``.
+    Raises ProvisionError when the file does not exist (opening would create an empty one)."""
+    from provision.history import db
+
+    if not file.is_file():
+        raise ProvisionError(f"--history {file}: no such history database")
+    with db.connect(file) as conn:
+        return db.trend(conn, sorted(run.verdicts()), TREND_METRICS)
+
+
+def _remember(run: Run, rundir: RunDir, history_arg: str | None, progress) -> None:
+    """After a burn-in: gate ``run`` against the history (``provision.history.regress``), add its
+    regression results, then store it there. Never raises: a history that cannot be opened or
+    written costs the run its gates (one warning line), never its report."""
+    import dataclasses
+
+    from provision.history import db, fingerprint, regress
+
+    file, regressions = db.path(history_arg), []
+    try:
+        with db.connect(file) as conn:
+            prints = fingerprint.of_run(run, rundir.read)
+            regressions = regress.gate(conn, run, prints)
+            db.insert(conn, dataclasses.replace(run, finished=run.finished or _now(),
+                                                  results=[*run.results, *regressions]), prints)
+    except Exception as exc:  # noqa: BLE001 - this runs in job's finally, before the report is saved
+        progress(f"provision: warning: history {file}: {type(exc).__name__}: {exc} (this run is not in the history)")
+    run.results.extend(regressions)
+    for result in regressions:
+        progress(f"regression: {result.message}")
+
+
+def history(history_arg: str | None, host: str | None = None, check: str | None = None, metric: str | None = None,
+            since: str | None = None, as_json: bool = False, out=print) -> ExitStatus:
+    """Print the stored measurements matching the filters, oldest run first: a table (run, time, host,
+    check, device, metric, value, unit, outcome) or JSON rows. Raises ProvisionError (exit 2) for a
+    bad ``since``, a missing history file or one that is not a history database."""
+    from provision.history import db
+
+    file = db.path(history_arg)
+    if not file.is_file():
+        raise ProvisionError(f"--history {file}: no such history database (a burn-in or `provision history "
+                             "import RUN_DIR` makes it)")
+    with db.connect(file) as conn:
+        found = db.rows(conn, host, check, metric, _since(since) if since else None)
+    if as_json:
+        out(json.dumps([vars(r) for r in found], indent=1))
+    else:
+        for line in db.table(found):
+            out(line)
+    return ExitStatus.OK
+
+
+def _since(text: str) -> str:
+    """``--since`` as the history compares it: an ISO date as given, a time in UTC. Raises ProvisionError."""
+    try:
+        if len(text) == 10:
+            return dt.date.fromisoformat(text).isoformat()
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ProvisionError(f"--since {text!r}: not an ISO date or time (2026-12-01, 2026-12-01T02:00)") from None
+    when = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+    return when.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def history_import(history_arg: str | None, run_args: list[str], progress=print) -> ExitStatus:
+    """Load runs made before the history existed (their report.json, through provision.results.reading)
+    into it; a run already there is replaced, so importing twice changes nothing. Raises ProvisionError
+    (exit 2) naming the file and field for a run folder without a usable report."""
+    from provision.history import db, fingerprint
+
+    if not run_args:
+        raise ProvisionError("history import: name at least one RUN_DIR")
+    loaded = []
+    for arg in run_args:  # every report read before the first write: bad input stores nothing
+        rundir = RunStore(paths.RUNS).open(arg)
+        run = rundir.load()
+        if not run.started:
+            raise ProvisionError(f"{rundir.report}: started: missing (the history orders runs by it)")
+        loaded.append((rundir, run))
+    with db.connect(db.path(history_arg)) as conn:
+        for rundir, run in loaded:
+            rows = db.insert(conn, run, fingerprint.of_run(run, rundir.read))
+            progress(f"history: {run.run_id} ({run.started}): {len(run.hosts)} hosts, {rows} rows")
+    return ExitStatus.OK
+
+
+def _check_set(name: str, hosts: list, only_checks: list[str] | None) -> list[str]:
+    """The checks of the profiles' ``check_sets[name]`` for ``hosts`` (their union, in run order). Raises
+    ProvisionError with --checks given too, or naming the profile file and key of a set missing or
+    naming an unknown check."""
+    if only_checks is not None:
+        raise ProvisionError("--check-set and --checks: give one of them")
+    known, wanted = checks.ids(), set()
+    for host in hosts:
+        profile = profiles.load(str(host.profile))
+        sets = profile.get("check_sets") or {}
+        if name not in sets:
+            raise ProfileError(f"host {host.name}: {profile.path}: check_sets.{name}: no such check set "
+                               f"(known: {', '.join(sorted(sets)) or 'none'})")
+        unknown = sorted(set(sets[name]) - set(known))
+        if unknown:
+            raise ProfileError(f"{profile.path}: check_sets.{name}: unknown check {', '.join(unknown)} "
+                               f"(known: {', '.join(known)})")
+        wanted |= set(sets[name])
+    return [c for c in known if c in wanted]
+
+
+DRAIN_FILE = "drain.txt"  # beside report.json: `<host> <reason>` per failing host (provision.slurm.drain)
+SLURM_FILE = "slurm.txt"  # beside it with --drain slurm: what was drained, resumed and left alone
+
+
+def _drain_options(drain: str | None, resume_passed: bool) -> None:
+    """Raises ProvisionError for --resume-passed without --drain slurm (before any rack starts)."""
+    if resume_passed and drain != "slurm":
+        raise ProvisionError("--resume-passed needs --drain slurm")
+
+
+def _drain(phases, rundir: RunDir, run: Run, slurm_nodes: dict[str, str], resume_passed: bool,
+           control: Control) -> None:
+    """After a burn-in: write drain.txt; with ``slurm_nodes`` drain and resume in Slurm and write what
+    was done to slurm.txt. A stopped run drains nothing (its verdicts are not the burn-in's).
+    scontrol's failures are warning lines (``provision.slurm.drain.apply``), never the run's."""
+    if "burnin" not in phases:
+        return
+    lines = slurm_drain.drain_lines(run)
+    rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines))
+    control.progress(f"drain: {len(lines)} failing hosts in {rundir.path / DRAIN_FILE}")
+    if not slurm_nodes:
+        return
+    if control.stop.is_set():
+        said = [f"slurm: stopped by {control.reason}: nothing drained or resumed"]
+        control.progress(said[0])
+    else:
+        said = slurm_drain.apply(run, slurm_nodes, resume_passed, Scontrol(), control.progress)
+    rundir.write(SLURM_FILE, "".join(f"{line}\n" for line in said))

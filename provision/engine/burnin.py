@@ -183,6 +183,9 @@ class Burnin:
             return state.problem
 
     def _read_os(self, state: HostState) -> None:
+        kernel = state.connected.run(["uname", "-r"], 30.0)  # the history's stack fingerprint (provision.history)
+        if kernel.rc == 0 and kernel.stdout.strip():
+            state.record.kernel = kernel.stdout.strip().splitlines()[0][:200]
         result = state.connected.run(["cat", "/etc/os-release"], 30.0)
         if result.rc != 0:
             return

@@ -15,6 +15,7 @@ from provision.engine.cluster import LOCALIZE
 from provision.engine.verdict import verdict
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, Outcome, Run
+from provision.results.model import REGRESSION
 from provision.results.store import OS_RELEASE, RunDir
 
 
@@ -26,6 +27,9 @@ def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[Check
     checks, cache, out = registry(), {}, []
     for result in run.results:
         if result.check == LOCALIZE:  # adaptive: its rounds were chosen by the verdicts it saw; kept as recorded
+            out.append(result)
+            continue
+        if result.check == REGRESSION:  # judged against the history, not raw outputs: kept as recorded
             out.append(result)
             continue
         check = checks.get(result.check)

@@ -242,14 +242,18 @@ class HostRecord:
     vars: dict = field(default_factory=dict)
     os_target: str | None = None
     os_release: dict = field(default_factory=dict)
+    kernel: str | None = None  # `uname -r` on the node, None until read (reports before it lack it)
 
     def to_dict(self) -> dict:
         return {"profile": self.profile, "vars": self.vars, "os_target": self.os_target,
-                "os_release": self.os_release}
+                "os_release": self.os_release,
+                **({"kernel": self.kernel} if self.kernel is not None else {})}
 
 
 FABRIC = "fabric"  # the host a finding names when it is about the fabric itself (a leaf-spine cable): no node
-JUDGED_VARS = ("provision_reference_overrides", "provision_storage", "provision_check_timeouts")
+JUDGED_VARS = ("provision_reference_overrides", "provision_storage", "provision_check_timeouts",
+               "provision_regression")
+REGRESSION = "regression"  # the check id of provision.history.regress's results (judged against history)
 
 
 @dataclass

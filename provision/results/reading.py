@@ -74,7 +74,8 @@ def _result(row: dict) -> CheckResult:
 
 def _host(row: dict) -> HostRecord:
     return HostRecord(profile=row.get("profile"), vars=dict(row.get("vars") or {}), os_target=row.get("os_target"),
-                      os_release=dict(row.get("os_release") or {}))
+                      os_release=dict(row.get("os_release") or {}),
+                      kernel=row.get("kernel"))
 
 
 def _install(row: dict) -> HostInstall:

@@ -53,7 +53,8 @@ def test_unknown_profile_names_the_known_ones():
 
 
 @pytest.mark.parametrize("change,message", [
-    (lambda d: d.__setitem__("storag", {}), r"x.yaml: storag: unknown key \(known: description, gpu, hca, name, "),
+    (lambda d: d.__setitem__("storag", {}),
+     r"x.yaml: storag: unknown key \(known: check_sets, description, gpu, hca, name, "),
     (lambda d: d["gpu"].__setitem__("nvlnk", d["gpu"].pop("nvlink")),
      r"x.yaml: gpu.nvlnk: unknown key \(known: bus_ids, compute_capability, count, "),
     (lambda d: d["references"]["nccl_allreduce"]["busbw_GBps"]["params"].__setitem__("max_byte", 8),

@@ -96,7 +96,7 @@ def test_an_exception_in_one_check_is_that_checks_error(tmp_path, monkeypatch):
 
 
 class DroppingTransport(LocalTransport):
-    """n2's connection drops after its first two commands (cat /etc/os-release, the first check)."""
+    """n2's connection drops after its first three commands (uname -r, cat /etc/os-release, the first check)."""
 
     def connect(self, host):
         conn = super().connect(host)
@@ -107,7 +107,7 @@ class DroppingTransport(LocalTransport):
         class Dropping(LocalConnection):
             def start(self, argv, timeout_s):
                 count[0] += 1
-                if count[0] > 2:
+                if count[0] > 3:
                     raise CommandError("host n2: could not start sh: Socket is closed")
                 return super().start(argv, timeout_s)
         return Dropping(host, self)

@@ -1,0 +1,236 @@
+"""The HTML report of a run: one self-contained file (inline CSS and SVG, no script, no external
+CSS, fonts or images), from the Jinja template ``templates/report.html.j2`` with autoescape on
+(host names and tool messages are untrusted text; a Content-Security-Policy of ``default-src
+'none'`` is the second line).
+
+Sections, in order: the failing hosts (each failing or erroring result: host, check, message,
+every failing finding's fault code and action; failed installs), the plots (NCCL all-reduce
+busbw of ``nccl_allreduce``/``nccl_cluster`` and IB write bandwidth of ``ib_write_bw``/
+``ib_pairs`` per node against the findings' reference and lower bound), the cluster procedure
+when the run has one (rounds, suspects), each host's results with its GPU x GPU heatmap
+(nvbandwidth's device->device findings, else its raw output) and its trend across runs when a
+history is given, then the sources of the references.
+
+``trend``: {host: [(run id, metric, value), ...]} oldest first, as a history database answers
+(``Trend``); any mapping of that shape plugs in.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import jinja2
+
+from provision.errors import ProvisionError
+from provision.parsers import parse_tool
+from provision.report import svg
+from provision.results.model import CheckResult, Outcome, Run, Scope, number
+from provision.results.store import RunDir, atomic_write
+
+Trend = Mapping[str, Sequence[tuple[str, str, float]]]
+TEMPLATES = Path(__file__).with_name("templates")
+PLOTS = (  # title, checks, metric
+    ("NCCL all-reduce bus bandwidth", ("nccl_allreduce", "nccl_cluster"), "busbw_GBps"),
+    ("InfiniBand write bandwidth", ("ib_write_bw", "ib_pairs"), "bw_avg_Gbps"),
+)
+D2D = "d2d_GBps"
+_PAIR = re.compile(r"^GPU(\d+)->GPU(\d+)$")
+ORDER = {"error": 0, "fail": 1, "pass": 2}
+BELOW = 0.9  # the localizer's passing ratio (provision.engine.cluster.THRESHOLD: ratios are scaled to it)
+
+
+def render(run: Run, rundir: RunDir | None = None, trend: Trend | None = None) -> str:
+    """The report's HTML text. ``rundir`` (optional) lets a heatmap come from nvbandwidth's raw
+    output when its result has no findings; ``trend`` adds each host's trend plots."""
+    verdicts = run.verdicts()
+    return _template().render(
+        run=run, verdicts=verdicts, counts={v: list(verdicts.values()).count(v) for v in ORDER},
+        failures=failures(run), plots=plots(run), cluster=cluster(run),
+        hosts=[_host(run, host, verdict, rundir, trend) for host, verdict in
+               sorted(verdicts.items(), key=lambda hv: (ORDER[hv[1]], hv[0]))],
+        sources=sources(run), number=number)
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    """The compiled template, once per process (autoescape on; an undefined name is an error)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html.j2")
+
+
+def write(path: Path, run: Run, rundir: RunDir | None = None, trend: Trend | None = None) -> Path:
+    """Render and write ``path`` atomically (mode 0600, as the run's other files); return it."""
+    atomic_write(path, render(run, rundir, trend))
+    return path
+
+
+def failures(run: Run) -> list[dict]:
+    """Rows of the failing-hosts table: {host, check, outcome, message, faults: [(code, action)] once
+    each}, by host: its failed install roles, then every failing or erroring result it is blamed for."""
+    rows: list[dict] = [{"host": host, "check": f"install.{role}", "outcome": inst.status,
+                         "message": f"{f.task}: {f.msg}", "faults": []}
+                        for host, inst in sorted(run.install.items())
+                        for role, r in inst.roles.items() for f in r.failed]
+    for r in run.results:
+        if r.outcome is Outcome.ERROR or (r.outcome is Outcome.FAIL and r.blamed()):
+            bad = [f for f in r.findings if not f.ok]
+            rows.append({"host": "+".join(r.blamed()) if r.outcome is Outcome.FAIL else r.host, "check": r.check,
+                         "outcome": r.outcome.value, "message": r.message,
+                         "faults": list(dict.fromkeys((f.fault, f.action) for f in bad))})
+    return sorted(rows, key=lambda row: row["host"])  # stable: per host its install, then its results in run order
+
+
+def plots(run: Run) -> list[dict]:
+    """One strip chart per (plot, reference): {title, unit, svg}; findings judged against different
+    references (other profiles) get a chart each."""
+    out = []
+    for title, checks, metric in PLOTS:
+        groups: dict[tuple, list[svg.Column]] = {}
+        for r in run.results:
+            found = [f for f in r.findings if f.metric == metric] if r.check in checks else []
+            if found:
+                ref = found[0].reference
+                key = (found[0].unit, ref.value if ref else None, ref.bounds()[0] if ref else None)
+                dots = tuple(svg.Dot(f.device, _float(f.value), f.ok) for f in found)
+                groups.setdefault(key, []).append(svg.Column(_label(r.hosts), dots))
+        for (unit, value, low), columns in groups.items():
+            out.append({"title": title, "unit": unit, "reference": value, "lower": low,
+                        "svg": svg.strip(columns, unit, value, low)})
+    return out
+
+
+def cluster(run: Run) -> list[dict]:
+    """Per host group of the cluster procedure: {profile, hosts, schedule, rounds_total, error, rounds:
+    [{round, phase, tests: [{kind, purpose, hosts, ratio, rails, error}], below}], suspects: [{kind,
+    host, where, confidence, evidence: [text]}]}; ``below`` counts tests under the localizer's
+    threshold or in error."""
+    out = []
+    for group in (run.cluster or {}).get("groups", []):
+        rounds = [{"round": r["round"], "phase": r["phase"], "tests": [_test(t) for t in r["tests"]]}
+                  for r in group.get("rounds", [])]
+        for r in rounds:
+            r["below"] = sum(1 for t in r["tests"] if t["error"] or (t["ratio"] is not None and t["ratio"] < BELOW))
+        out.append({"profile": group.get("profile"), "hosts": group.get("hosts", []),
+                    "schedule": group.get("schedule"), "rounds_total": group.get("rounds_total"),
+                    "error": group.get("error", ""), "rounds": rounds,
+                    "suspects": [_suspect(s) for s in group.get("suspects", [])]})
+    return out
+
+
+def _test(t: dict) -> dict:
+    rails = ", ".join(f"rail {k}: {number(v)}" for k, v in (t.get("rail_ratios") or {}).items())
+    return {"kind": t.get("kind"), "purpose": t.get("purpose"), "hosts": "+".join(t.get("hosts") or []),
+            "ratio": _float(t.get("ratio")), "rails": rails, "error": t.get("error", "")}
+
+
+def _suspect(s: dict) -> dict:
+    cable = s.get("cable") or {}
+    where = (f"cable {cable.get('leaf')}[{cable.get('leaf_port')}] <-> {cable.get('spine')}[{cable.get('spine_port')}]"
+             f" ({cable.get('plane')})" if cable else
+             f"{s.get('device') or ''} rail {s.get('rail')}" if s.get("kind") == "hca" else "node")
+    evidence = []
+    for e in s.get("evidence") or []:
+        if e.get("test") == "ibnetdiscover":
+            evidence.append(f"ibnetdiscover: {e.get('width_speed')}, expected {e.get('expected')}")
+            continue
+        rail = f" rail {e['rail']}" if e.get("rail") is not None else ""
+        short = f" -{e['shortfall_pct']}%" if e.get("shortfall_pct") is not None else ""
+        evidence.append(f"round {e.get('round')} {e.get('test')} {'+'.join(e.get('hosts') or [])}{rail}{short}")
+    return {"kind": s.get("kind"), "host": s.get("host") or "fabric", "where": where,
+            "confidence": s.get("confidence"), "evidence": evidence}
+
+
+def _label(hosts: tuple[str, ...]) -> str:
+    """A plot column's name: the host, a pair's two hosts, or a group's size and first host."""
+    return "+".join(hosts) if len(hosts) <= 2 else f"{len(hosts)} hosts: {hosts[0]}, ..."
+
+
+def _host(run: Run, host: str, verdict: str, rundir: RunDir | None, trend: Trend | None) -> dict:
+    """One host's section: verdict, profile, install, its results and plots."""
+    record, inst = run.hosts.get(host), run.install.get(host)
+    results = run.results_of(host)
+    nvb = next((r for r in results if r.check == "nvbandwidth" and r.scope is Scope.NODE), None)
+    return {"name": host, "verdict": verdict, "profile": record.profile if record else None,
+            "install": inst, "results": [_row(r) for r in results],
+            "heatmap": _heatmap(nvb, rundir) if nvb else None,
+            "trends": _trends(trend.get(host, ()) if trend else ())}
+
+
+def _row(r: CheckResult) -> dict:
+    """One result of a host's table; ``bad`` the failing findings its message does not already say."""
+    return {"check": r.check, "scope": r.scope.value, "hosts": r.host, "outcome": r.outcome.value,
+            "message": r.message, "duration_s": r.duration_s,
+            "bad": [text for text in (f.describe() for f in r.findings if not f.ok) if text not in r.message]}
+
+
+def _heatmap(result: CheckResult, rundir: RunDir | None):
+    """The device->device matrix of one nvbandwidth result: from its d2d findings, else from its raw
+    output (parsed again; no reference then). None when neither has one."""
+    cells: dict[tuple[int, int], float | None] = {}
+    failing, ref = set(), None
+    for f in result.findings:
+        match = _PAIR.match(f.device) if f.metric == D2D else None
+        if match:
+            pair = (int(match.group(1)), int(match.group(2)))
+            cells[pair] = _float(f.value)
+            ref = ref or f.reference
+            if not f.ok:
+                failing.add(pair)
+    if not cells and rundir is not None:
+        cells = _raw_matrix(result, rundir)
+    if not cells:
+        return None
+    return svg.heatmap(cells, "GB/s", ref.value if ref else None, ref.bounds()[0] if ref else None,
+                       frozenset(failing))
+
+
+def _raw_matrix(result: CheckResult, rundir: RunDir) -> dict[tuple[int, int], float | None]:
+    """{(source, destination): GB/s} of the first GPU x GPU test in the result's raw output; {} when it
+    is missing or does not parse. A "GPU(row) <- GPU(column)" caption means the column is the source."""
+    for raw in result.raw:
+        try:
+            parsed = parse_tool("nvbandwidth", rundir.read(raw.path, f"{result.host} nvbandwidth"))
+        except ProvisionError:
+            continue
+        for test in parsed["tests"]:
+            caption = test["caption"] or ""
+            if caption.count("GPU(") == 2 and test["matrix"]:
+                back = "<-" in caption
+                return {((c, r) if back else (r, c)): v for r, row in test["matrix"].items() for c, v in row.items()}
+    return {}
+
+
+def _trends(points: Sequence[tuple[str, str, float]]) -> list[dict]:
+    """One trend plot per metric: {metric, runs, svg}."""
+    by_metric: dict[str, list[tuple[str, float]]] = {}
+    for run_id, metric, value in points:
+        if _float(value) is not None:
+            by_metric.setdefault(metric, []).append((str(run_id), float(value)))
+    return [{"metric": m, "runs": len(p), "svg": svg.trend(p, _unit(m))} for m, p in sorted(by_metric.items())]
+
+
+def _unit(metric: str) -> str:
+    """The unit a metric name ends with (STYLE.md: ``busbw_GBps`` -> GB/s)."""
+    tail = metric.rsplit("_", 1)[-1]
+    return {"GBps": "GB/s", "Gbps": "Gb/s", "MiBps": "MiB/s", "C": "C", "Mbps": "Mb/s"}.get(tail, tail)
+
+
+def sources(run: Run) -> list[str]:
+    """Every distinct reference source the run's findings were judged against, sorted."""
+    return sorted({f.reference.source for r in run.results for f in r.findings
+                   if f.reference is not None and f.reference.source})
+
+
+def _float(value: object) -> float | None:
+    """A finding's value as a finite float; None when it is not a number (N/A, "inf" as saved)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        out = float(value)
+    except ValueError:
+        return None
+    return out if math.isfinite(out) else None

@@ -1,0 +1,165 @@
+"""A run as a node_exporter textfile (``runs/<id>/burnin.prom``): Prometheus text format 0.0.4,
+made by prometheus_client (a collector over the run, ``generate_latest``).
+
+Names and units follow https://prometheus.io/docs/practices/naming/ (base units, the unit in the
+name, ``_seconds``, ``_bytes_per_second``, ``_celsius``):
+
+- ``provision_burnin_run_timestamp_seconds``: when the run finished (else started), Unix seconds.
+- ``provision_burnin_run_info{run_id,inventory}`` 1.
+- ``provision_burnin_check_outcome{host,check,outcome}`` 1 for a host's outcome of a check, 0 for the
+  other outcomes (pass, fail, error, skipped); a host covered by several results of one check gets
+  the worst; a failed pair or group test counts as pass for a host it does not blame (an evidence
+  test blames none: ``localize`` does).
+- ``provision_burnin_host_verdict{host,verdict}`` 1 for the host's verdict (pass, fail, error), else 0.
+- per measured finding, converted from the check's unit (``MEASURES``), labels {host, device}; host is
+  the result's hosts joined by '+' for a pair or group test, the last measurement of a series wins.
+
+The file is written through a temp file renamed over it: the textfile collector reads whatever is
+there when scraped, a half-written file included (node_exporter README, "Textfile Collector",
+https://github.com/prometheus/node_exporter#textfile-collector).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from provision.results.model import Outcome, Run
+
+PREFIX = "provision_burnin_"
+GB, Gb, MiB = 1e9, 1e9 / 8, float(2**20)  # bytes: nccl-tests and nvbandwidth GB/s are 1e9 B/s, perftest Gb/s 1e9 bit/s
+# (check, metric) -> (name without prefix, factor to the base unit, help). Sources of the units: nccl-tests
+# doc/PERFORMANCE.md (GB/s = 1e9 B/s); nvbandwidth memcpy.cpp (bytes/s * 1e-9); perftest --report_gbits
+# (125000000 bytes per Gb/s); fio MiB/s (2^20 B/s).
+MEASURES = {
+    ("ib_write_bw", "bw_avg_Gbps"): ("ib_write_bandwidth_bytes_per_second", Gb,
+                                     "RDMA write bandwidth of an HCA in loopback (perftest ib_write_bw)."),
+    ("ib_pairs", "bw_avg_Gbps"): ("ib_pair_write_bandwidth_bytes_per_second", Gb,
+                                  "RDMA write bandwidth between two nodes per rail (perftest ib_write_bw)."),
+    ("nccl_allreduce", "busbw_GBps"): ("nccl_allreduce_bus_bandwidth_bytes_per_second", GB,
+                                       "Single-node NCCL all-reduce bus bandwidth at the largest size (nccl-tests)."),
+    ("nccl_cluster", "busbw_GBps"): ("nccl_cluster_bus_bandwidth_bytes_per_second", GB,
+                                     "NCCL all-reduce bus bandwidth across nodes at the largest size (nccl-tests)."),
+    ("nvbandwidth", "h2d_GBps"): ("nvbandwidth_host_to_device_bytes_per_second", GB,
+                                  "Copy-engine host to device bandwidth per GPU (nvbandwidth)."),
+    ("nvbandwidth", "d2d_GBps"): ("nvbandwidth_device_to_device_bytes_per_second", GB,
+                                  "Copy-engine device to device bandwidth per GPU pair (nvbandwidth)."),
+    ("storage", "write_bw_MiBps"): ("storage_write_bandwidth_bytes_per_second", MiB,
+                                    "Sequential write bandwidth to the checkpoint store (fio)."),
+    ("gpu_health", "temp_C"): ("gpu_temperature_celsius", 1.0, "GPU temperature (nvidia-smi)."),
+}
+WORST = (Outcome.ERROR, Outcome.FAIL, Outcome.PASS, Outcome.SKIPPED)
+VERDICTS = ("pass", "fail", "error")
+
+
+class RunCollector(Collector):
+    """Yields the run's metric families (see the module's doc) each time the registry is collected."""
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    def collect(self) -> Iterator[Metric]:
+        yield from _run_families(self.run)
+        yield _outcomes(self.run)
+        verdict = GaugeMetricFamily(PREFIX + "host_verdict", "The host's verdict of the run (1) and the others (0).",
+                                    labels=["host", "verdict"])
+        for host, value in self.run.verdicts().items():
+            for name in VERDICTS:
+                verdict.add_metric([host, name], 1.0 if name == value else 0.0)
+        yield verdict
+        yield from _measures(self.run)
+
+
+def _run_families(run: Run) -> Iterator[Metric]:
+    info = GaugeMetricFamily(PREFIX + "run_info", "The run this file describes.", labels=["run_id", "inventory"])
+    info.add_metric([run.run_id, run.inventory], 1.0)
+    yield info
+    when = timestamp(run.finished) or timestamp(run.started)
+    if when is not None:
+        yield GaugeMetricFamily(PREFIX + "run_timestamp_seconds", "When the run finished (else started), "
+                                "seconds since the Unix epoch.", value=when)
+
+
+def _outcomes(run: Run) -> Metric:
+    """Per (host, check) the worst outcome of the results covering the host (module doc)."""
+    worst: dict[tuple[str, str], Outcome] = {}
+    for r in run.results:
+        for host in r.hosts:
+            outcome = Outcome.PASS if r.outcome is Outcome.FAIL and host not in r.blamed() else r.outcome
+            seen = worst.get((host, r.check))
+            if seen is None or WORST.index(outcome) < WORST.index(seen):
+                worst[(host, r.check)] = outcome
+    family = GaugeMetricFamily(PREFIX + "check_outcome", "A host's outcome of a burn-in check (1) and the "
+                               "others (0).", labels=["host", "check", "outcome"])
+    for (host, check), outcome in sorted(worst.items()):
+        for name in Outcome:
+            family.add_metric([host, check, name.value], 1.0 if name is outcome else 0.0)
+    return family
+
+
+def _measures(run: Run) -> Iterator[Metric]:
+    """One family per MEASURES row the run has a finite finding for."""
+    series: dict[str, dict[tuple[str, str], float]] = {}
+    for r in run.results:
+        for f in r.findings:
+            row = MEASURES.get((r.check, f.metric))
+            value = _finite(f.value)
+            if row is not None and value is not None:
+                series.setdefault(row[0], {})[(f.host or r.host, f.device)] = value * row[1]
+    for name, help_text in sorted({(n, h) for n, _, h in MEASURES.values()}):
+        if name in series:
+            family = GaugeMetricFamily(PREFIX + name, help_text, labels=["host", "device"])
+            for labels, value in sorted(series[name].items()):
+                family.add_metric(list(labels), value)
+            yield family
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def timestamp(iso: str) -> float | None:
+    """Unix seconds of an ISO 8601 time as the run records it; None when empty or unreadable. A time
+    without an offset is taken as UTC."""
+    try:
+        when = dt.datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).timestamp()
+
+
+def text(run: Run) -> str:
+    """The exposition text of ``run`` (Prometheus text format 0.0.4)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RunCollector(run))
+    return generate_latest(registry).decode()
+
+
+def write(path: Path, run: Run, mode: int = 0o600) -> Path:
+    """Write ``text(run)`` at ``path`` atomically: a dot-file beside it (the collector reads only
+    ``*.prom``), fsynced, given ``mode``, renamed over ``path``. 0600 inside a run folder; 0644 for a
+    textfile collector's directory, which node_exporter reads as its own user. Returns ``path``.
+    Raises OSError when the folder is not writable."""
+    data = text(run).encode()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        try:
+            os.write(fd, data)
+            os.fchmod(fd, mode)  # os.open's mode is filtered by the umask
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

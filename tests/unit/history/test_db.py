@@ -1,0 +1,89 @@
+"""The history database: migrations, idempotent inserts, queries, the table."""
+import sqlite3
+
+import pytest
+
+from provision.errors import ProvisionError
+from provision.history import db
+from tests.unit.history.runs import bw_run
+
+
+def test_a_database_made_by_migration_1_is_upgraded_and_keeps_its_rows(tmp_path):
+    file = tmp_path / "history.db"
+    with db.connect(file, upto=1) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert "kernel" not in [r[1] for r in conn.execute("PRAGMA table_info(hosts)")]
+        conn.execute("INSERT INTO runs VALUES ('old', '2026-10-01T02:00:00+00:00', '', 'rack12')")
+        conn.execute("INSERT INTO hosts (run_id, host, driver) VALUES ('old', 'node01', '535.183.01')")
+        conn.execute("INSERT INTO results VALUES ('old', 'node01', 'ib_write_bw', 'mlx5_0', 'bw_avg_Gbps', 390.5, "
+                     "'Gb/s', 'pass')")
+        conn.commit()
+    with db.connect(file) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(db.MIGRATIONS) == 2
+        assert db.fingerprint(conn, "old", "node01") == {"driver": "535.183.01", "cuda": None, "cudnn": None,
+                                                         "nccl": None, "hca_fw": None, "kernel": None}
+        assert [r.value for r in db.rows(conn, host="node01")] == [390.5]
+        indexes = [r[1] for r in conn.execute("PRAGMA index_list(results)")]
+        assert "results_series" in indexes
+    assert file.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_newer_schema_and_a_file_that_is_no_database_are_bad_input(tmp_path):
+    newer = tmp_path / "newer.db"
+    sqlite3.connect(newer).execute("PRAGMA user_version = 99").connection.close()
+    with pytest.raises(ProvisionError, match="newer.db: history schema version 99 is newer"):
+        with db.connect(newer):
+            pass
+    junk = tmp_path / "junk.db"
+    junk.write_text("not sqlite at all, " * 100)
+    with pytest.raises(ProvisionError, match="junk.db: not a usable history database"):
+        with db.connect(junk):
+            pass
+
+
+def test_inserting_the_same_run_twice_is_idempotent(tmp_path):
+    run = bw_run("n1", 1, {"node01": 395.0, "node02": 396.0})
+    with db.connect(tmp_path / "h.db") as conn:
+        first = db.insert(conn, run, {"node01": {"driver": "550.54.15"}})
+        dump = list(conn.iterdump())
+        second = db.insert(conn, run, {"node01": {"driver": "550.54.15"}})
+        assert first == second == 6  # per host: driver, libnccl2, bandwidth
+        assert list(conn.iterdump()) == dump
+        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+
+
+def test_rows_filter_by_host_check_metric_and_since(tmp_path):
+    with db.connect(tmp_path / "h.db") as conn:
+        for night in (1, 2, 3):
+            db.insert(conn, bw_run(f"n{night}", night, {"node01": 390.0 + night, "node02": 380.0}), {})
+        rows = db.rows(conn, host="node01", metric="bw_avg_Gbps", since="2026-11-02")
+        assert [(r.run, r.value, r.unit, r.outcome) for r in rows] == [("n2", 392.0, "Gb/s", "pass"),
+                                                                       ("n3", 393.0, "Gb/s", "pass")]
+        assert {r.check for r in db.rows(conn, check="stack")} == {"stack"}
+        assert db.series(conn, "node01", "ib_write_bw", "mlx5_0", "bw_avg_Gbps", "2026-11-03", 7) == [
+            ("n2", 392.0), ("n1", 391.0)]
+
+
+def test_the_table_aligns_its_columns():
+    lines = db.table([db.Row("n1", "2026-11-01T02:00:00+00:00", "node01", "ib_write_bw", "mlx5_0", "bw_avg_Gbps",
+                             371.25, "Gb/s", "pass"),
+                      db.Row("n1", "2026-11-01T02:00:00+00:00", "node01", "xid", "", "", None, "", "pass")])
+    assert lines[0].split() == list(db.COLUMNS)
+    assert lines[1].split() == ["n1", "2026-11-01T02:00:00+00:00", "node01", "ib_write_bw", "mlx5_0", "bw_avg_Gbps",
+                                "371.25", "Gb/s", "pass"]
+    assert lines[2].split() == ["n1", "2026-11-01T02:00:00+00:00", "node01", "xid", "-", "-", "-", "-", "pass"]
+    assert lines[0].index("value") == lines[1].index("371.25") == lines[2].index("-   ", lines[0].index("value"))
+
+
+def test_a_failing_migration_leaves_the_file_at_its_version(tmp_path, monkeypatch):
+    file = tmp_path / "h.db"
+    with db.connect(file, upto=1):
+        pass
+    monkeypatch.setattr(db, "MIGRATIONS", (db.MIGRATIONS[0], "ALTER TABLE hosts ADD COLUMN kernel TEXT; "
+                                                             "CREATE INDEX broken ON nowhere (x)"))
+    with pytest.raises(ProvisionError, match="no such table: main.nowhere|no such table: nowhere"):
+        with db.connect(file):
+            pass
+    monkeypatch.undo()
+    with db.connect(file) as conn:  # still version 1: the good migration 2 applies cleanly
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
