@@ -33,8 +33,10 @@ from provision.results.store import RunDir, atomic_write
 Trend = Mapping[str, Sequence[tuple[str, str, float]]]
 TEMPLATES = Path(__file__).with_name("templates")
 PLOTS = (  # title, checks, metric
-    ("NCCL all-reduce bus bandwidth", ("nccl_allreduce", "nccl_cluster"), "busbw_GBps"),
-    ("InfiniBand write bandwidth", ("ib_write_bw", "ib_pairs"), "bw_avg_Gbps"),
+    ("NCCL all-reduce bus bandwidth in each node", ("nccl_allreduce",), "busbw_GBps"),
+    ("NCCL all-reduce bus bandwidth across nodes", ("nccl_cluster",), "busbw_GBps"),
+    ("InfiniBand write bandwidth per HCA (loopback)", ("ib_write_bw",), "bw_avg_Gbps"),
+    ("InfiniBand write bandwidth between nodes (IB pairs)", ("ib_pairs",), "bw_avg_Gbps"),
 )
 D2D = "d2d_GBps"
 _PAIR = re.compile(r"^GPU(\d+)->GPU(\d+)$")

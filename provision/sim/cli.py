@@ -31,7 +31,10 @@ def add_commands(subparsers, inventory: Path, nodes: int, profile: str) -> None:
     fault.add_argument("--value", help="fault parameter (factor, width, rate, version)")
     heal = sim.add_parser("heal", help="restore a simulated node's healthy hardware")
     heal.add_argument("node", help="node name, or 'all'")
-    for sub_parser in (fault, heal):
+    flash = sim.add_parser("flash", help="flash a simulated node's HCA firmware (a stack change, not a fault)")
+    flash.add_argument("node")
+    flash.add_argument("--fw", required=True, help="firmware version, e.g. 28.40.1000")
+    for sub_parser in (fault, heal, flash):
         sub_parser.add_argument("--inventory", default=str(inventory))
     sim.add_parser("base", help="build the nodes' shared base root (debootstrap, once)")
     for name, text in (("down", "stop the simulated rack"), ("status", "show the simulated rack"),
@@ -50,7 +53,7 @@ def dispatch(args: argparse.Namespace) -> int:
     folder = Path(args.inventory)
     if args.sim_command == "up":
         return _up(args, folder)
-    if args.sim_command in ("fault", "heal", "faults"):
+    if args.sim_command in ("fault", "heal", "faults", "flash"):
         return _faults(args, folder)
     if args.sim_command == "down":
         from provision.sim import rack
@@ -91,6 +94,8 @@ def _faults(args: argparse.Namespace, folder: Path) -> int:
     if args.sim_command == "fault":
         record = faults.inject(folder, args.node, args.kind, args.device, args.value)
         print(f"sim: {args.node}: injected {record['kind']} on {record['label']}")
+    elif args.sim_command == "flash":
+        print(f"sim: {args.node}: {faults.flash(folder, args.node, args.fw)} HCAs flashed to firmware {args.fw}")
     elif args.sim_command == "heal":
         names = [n.name for n in rack.load_nodes(folder)] if args.node == "all" else [args.node]
         for name in names:

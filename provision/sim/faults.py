@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,6 +348,30 @@ def _heal_fabric(inventory_dir: Path, faults: dict) -> None:
             if r["kind"] in FABRIC_KINDS:
                 _apply_fabric(world, node_name, r["kind"], r["device"], r["value"])
     _write_fabric(inventory_dir, world)
+
+
+FIRMWARE = re.compile(r"\d{1,3}\.\d{1,4}\.\d{1,5}")  # MAJOR.MINOR.SUBMINOR, as ibstat's "Firmware version: 28.39.1002"
+
+
+def flash(inventory_dir: Path, node_name: str, version: str) -> int:
+    """Flash every HCA of ``node_name`` to firmware ``version``, as ``mlxfwmanager -u`` and a reboot
+    would: not a fault (burn-in judges no firmware version), a stack change the history's fingerprint
+    must name. It survives ``heal``: the healthy model is flashed too. Returns the number of HCAs.
+    Raises ProvisionError for a version not in ConnectX firmware's MAJOR.MINOR.SUBMINOR form (e.g.
+    28.40.1000, https://docs.nvidia.com/networking/display/ConnectX7Firmwarev28401000)."""
+    if not FIRMWARE.fullmatch(version):
+        raise ProvisionError(f"--fw {version[:40]!r}: a firmware version MAJOR.MINOR.SUBMINOR, such as 28.40.1000")
+    node = _node(inventory_dir, node_name)
+    healthy = rack.state_dir(inventory_dir) / "nodes" / node_name / "hardware.healthy.yaml"
+    count = 0
+    for path in (node.root() / MODEL, healthy):
+        model = yaml.safe_load(path.read_text())
+        for hca in model.get("hcas", []):
+            hca["fw_ver"] = version
+        count = len(model.get("hcas", []))
+        path.write_text(yaml.safe_dump(model, sort_keys=False))
+    rack.write_kernel_views(node.root(), yaml.safe_load((node.root() / MODEL).read_text()))
+    return count
 
 
 def heal(inventory_dir: Path, node_name: str) -> int:

@@ -1,8 +1,10 @@
 """Three nightly burn-ins on a simulated rack, with a history: node02's HCA mlx5_0 slows down on the
-third night, still above ib_write_bw's absolute threshold, and the own-median regression gate flags it.
+third night, still above ib_write_bw's absolute threshold, and the own-median regression gate flags it
+and names the stack change made that day: node02's HCAs were flashed from firmware 28.39.1002 to 28.40.1000.
 
-The rack is installed once (as the fault matrix does), then `provision burnin --checks ib_write_bw` runs
-three times into one history database. The site lowers the reference to 355 Gb/s (gate 337.25) so the
+The rack is installed once (as the fault matrix does), then `provision burnin --checks ib_ports,ib_write_bw`
+runs three times into one history database (ib_ports saves ibstat's output, where the fingerprint reads the
+firmware). The site lowers the reference to 355 Gb/s (gate 337.25) so the
 slowdown stays within it: the simulator's healthy figure is 392.3 Gb/s with +-2% uniform noise
 (provision/sim/figures.yaml, hwmodel.NOISE_PCT). Nights 1 and 2 are healthy: night 2 cannot be flagged (one
 earlier run is below the gate's MIN_RUNS), and healthy noise stays within the 5% default (at worst 3.9%).
@@ -19,6 +21,7 @@ from tests.integration.conftest import own_rack, provision
 pytestmark = pytest.mark.integration
 SITE = {"provision_reference_overrides": {"ib_write_bw": {"bw_avg_Gbps": {"value": 355}}}}
 FACTORS = (None, None, 0.9)  # per night: node02 mlx5_0's slow_hca factor (None: healthy)
+FIRMWARE = "28.40.1000"  # a real ConnectX-7 release (https://docs.nvidia.com/networking/display/ConnectX7Firmwarev28401000)
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +42,10 @@ def test_the_third_night_is_flagged_by_the_regression_gate(installed_rack, tmp_p
             fault = provision("sim", "fault", "node02", "slow_hca", "--device", "mlx5_0", "--value", str(factor),
                               "--inventory", str(inv))
             assert fault.returncode == 0, fault.stderr
+            flashed = provision("sim", "flash", "node02", "--fw", FIRMWARE, "--inventory", str(inv))
+            assert flashed.returncode == 0, flashed.stderr
         run_id = f"nightly-{night}-{id(inv) % 10000}"
-        proc = provision("burnin", "-i", str(inv), "--checks", "ib_write_bw", "--run-id", run_id,
+        proc = provision("burnin", "-i", str(inv), "--checks", "ib_ports,ib_write_bw", "--run-id", run_id,
                          "--history", str(history))
         assert proc.returncode == 0, proc.stdout[-3000:]  # a warning never changes the exit status
         reports.append(report_of(run_id))
@@ -55,6 +60,7 @@ def test_the_third_night_is_flagged_by_the_regression_gate(installed_rack, tmp_p
     assert regression["hosts"] == ["node02"] and regression["outcome"] == "pass"
     assert regression["message"].startswith("warning: node02 mlx5_0 bw_avg_Gbps ")
     assert "% below its median " in regression["message"] and " of the last 2 runs" in regression["message"]
+    assert regression["message"].endswith(f"stack since run {reports[1]['run_id']}: hca_fw 28.39.1002 -> {FIRMWARE}")
     [finding] = regression["findings"]
     assert finding["value"] == mlx5_0["value"] and finding["value"] < finding["lower_bound"]
     assert "regression: warning: node02 mlx5_0" in proc.stdout

@@ -57,11 +57,14 @@ def test_failing_hosts_come_first_with_fault_and_action(rundir):
 
 def test_plots_draw_every_node_against_reference_and_lower_bound(rundir):
     plots = html.plots(failing_run(rundir))
-    assert [(p["title"], p["unit"]) for p in plots] == [("NCCL all-reduce bus bandwidth", "GB/s"),
-                                                         ("InfiniBand write bandwidth", "Gb/s")]
-    assert [(p["reference"], p["lower"]) for p in plots] == [(480.0, pytest.approx(460.8)), (400.0, 380.0)]
-    ib = str(plots[1]["svg"])
-    assert ib.count("<circle") == 5  # n1: 2 HCAs, n2: 2 HCAs, the n1+n3 pair: 1 rail
+    assert [(p["title"], p["unit"]) for p in plots] == [
+        ("NCCL all-reduce bus bandwidth in each node", "GB/s"),
+        ("InfiniBand write bandwidth per HCA (loopback)", "Gb/s"),
+        ("InfiniBand write bandwidth between nodes (IB pairs)", "Gb/s")]
+    assert [(p["reference"], p["lower"]) for p in plots] == [(480.0, pytest.approx(460.8)), (400.0, 380.0),
+                                                             (400.0, 380.0)]
+    ib, pairs = str(plots[1]["svg"]), str(plots[2]["svg"])
+    assert ib.count("<circle") == 4 and pairs.count("<circle") == 1  # n1: 2 HCAs, n2: 2 HCAs; the n1+n3 pair: 1 rail
     assert ib.count(f'fill="{svg.FAIL}"') == 1 and "n2 mlx5_1: 271.1 Gb/s" in ib
     assert "reference 400 Gb/s" in ib and "lower bound 380 Gb/s" in ib
 
