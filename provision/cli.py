@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--check-set", metavar="NAME", help="the checks of the profile's check_sets.NAME "
                            "(e.g. quick, deep for nightly runs); not with --checks")
             _history_option(c)
+        if name != "burnin":
+            c.add_argument("--force", action="store_true", help="install even when `provision plan` finds an error")
+    _plan_parser(sub)
     embedded.add_commands(sub)
     ev = sub.add_parser("evaluate", help="judge a saved run again from its raw outputs (touches no node)")
     ev.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
@@ -109,6 +112,20 @@ def _history(args: argparse.Namespace) -> int:
     return core.history_import(args.history, args.action[1:])
 
 
+def _plan_parser(sub) -> None:
+    pl = sub.add_parser("plan", help="check the stack and the hardware design before touching a node (-i), or size "
+                        "a cluster (--gpus N --profile P); exit 1 when it cannot work")
+    _inventory_options(pl, required=False)
+    pl.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
+    pl.add_argument("--gpus", type=int, help="size a cluster of this many GPUs")
+    pl.add_argument("--profile", help="the hardware profile of the sized cluster's nodes")
+    pl.add_argument("--switch-radix", type=int, default=64, help="ports per InfiniBand switch (default 64: Quantum-2 "
+                    "NDR; 40: Quantum HDR)")
+    pl.add_argument("--oversubscription", default="1:1", help="leaf down:up ports (default 1:1, non-blocking)")
+    pl.add_argument("--pue", type=float, help="power usage effectiveness of the facility (default 1.2)")
+    pl.add_argument("--node-power-W", type=float, help="a node's maximum power, where its profile has none")
+
+
 def _inventory_parser(sub) -> None:
     ls = sub.add_parser("inventory", help="list every host, its address, profile and groups; check them "
                         "(connects nowhere)")
@@ -144,7 +161,12 @@ def _dispatch(args: argparse.Namespace) -> int:
                         retry_failed=getattr(args, "retry_failed", None), progress=lambda line: print(line, flush=True),
                         scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"),
                         history=getattr(args, "history", None), check_set=getattr(args, "check_set", None),
-                        drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False))
+                        drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False),
+                        force=getattr(args, "force", False))
+    if args.command == "plan":
+        return core.plan(args.inventory, _csv(args.limit), _vault(args), args.gpus, args.profile, args.switch_radix,
+                         args.oversubscription, args.pue, args.node_power_W,
+                         err=lambda line: print(line, file=sys.stderr))
     if args.command == "evaluate":
         return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args))
     if args.command == "inventory":

@@ -35,12 +35,14 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         vault: inv.Vault = inv.Vault(), retry_failed: str | None = None, progress=print, scope: str = "all",
         schedule: str = "quick",
         history: str | None = None, check_set: str | None = None,
-        drain: str | None = None, resume_passed: bool = False) -> ExitStatus:
+        drain: str | None = None, resume_passed: bool = False, force: bool = False) -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
     After a burn-in the run is gated against and stored in the history database ``history``
-    (``_remember``); ``check_set`` runs the profiles' ``check_sets[check_set]`` (``_check_set``)."""
+    (``_remember``); ``check_set`` runs the profiles' ``check_sets[check_set]`` (``_check_set``).
+    An install first runs ``provision plan`` on the inventory and refuses to start when it finds an
+    error, unless ``force``."""
     _drain_options(drain, resume_passed)
     known = checks.ids()
     if only_checks is not None and not only_checks:
@@ -52,6 +54,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         limit = _failed_installs(retry_failed, limit)
         progress(f"retry: {len(limit)} hosts whose install did not end ok in {retry_failed}: {', '.join(limit)}")
     inventory = _gpu_inventory(inventory_args, limit, vault, progress)
+    if "install" in phases:
+        _plan_gate(inventory, vault, limit, force, progress)
     hosts = list(inventory.gpu_hosts)
     slurm_nodes = slurm_drain.node_names(hosts) if drain == "slurm" else {}  # bad input: before any node is touched
     if check_set is not None:
@@ -83,6 +87,58 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         progress(f"provision: stopped by {control.reason}; the results gathered so far are in {rundir.path}")
         return ExitStatus.TERMINATED if control.reason == "SIGTERM" else ExitStatus.INTERRUPTED
     return _status(run)
+
+
+def _plan_gate(inventory: inv.Inventory, vault: inv.Vault, limit, force: bool, progress) -> None:
+    """``provision plan`` before an install: its errors stop the job (ProvisionError), unless ``force``."""
+    from provision.plan import planner
+
+    found = planner.plan(inventory, vault, limit)
+    if found.problems:
+        raise found.problems[0]
+    errors = found.errors()
+    for finding in errors:
+        progress(f"plan: {finding.line()}")
+    if errors and not force:
+        raise ProvisionError(f"plan: {len(errors)} errors in the stack or the design (above; `provision plan -i "
+                             f"{inventory.label}` proposes the nearest consistent stack): not installing; "
+                             "--force installs anyway")
+    if errors:
+        progress(f"plan: {len(errors)} errors, installing anyway (--force)")
+
+
+def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None, vault: inv.Vault = inv.Vault(),
+         gpus: int | None = None, profile: str | None = None, radix: int = 64, oversubscription: str = "1:1",
+         pue: float | None = None, node_W: float | None = None, out=print, err=print) -> ExitStatus:
+    """``provision plan``: with ``gpus`` and ``profile``, the cluster sizing (``provision.plan.sizing``);
+    else the plan of the inventory (``provision.plan.planner``), touching no node. Exit 1 when it finds
+    an error, 2 for bad input (a host the plan could not read is named on ``err``, the others still planned)."""
+    from provision.plan import hardware, planner, sizing
+
+    if gpus is not None or profile is not None:
+        if gpus is None or profile is None:
+            raise ProvisionError("plan: --gpus and --profile go together (the sizing of N GPUs of a profile)")
+        chosen = profiles.load(profile)
+        result = sizing.size(gpus, chosen, radix, oversubscription, sizing.PUE if pue is None else pue, node_W)
+        for line in result.lines():
+            out(line)
+        for finding in hardware.balance(chosen):
+            out(f"  {finding.line()}")
+        return ExitStatus.OK
+    if not inventory_args:
+        raise ProvisionError("plan: give -i INVENTORY (check its stack and hardware) or --gpus N --profile P (size)")
+    inventory = inv.read(inv.resolve_all(inventory_args), vault, limit)
+    if not inventory.gpu_hosts and not inventory.problems:
+        raise ProvisionError(f"{inventory.label}: no host has provision_profile: nothing to plan")
+    found = planner.plan(inventory, vault, limit)
+    for line in planner.render(found):
+        out(line)
+    problems = [*inventory.problems, *found.problems]
+    for problem in problems:
+        err(f"provision: error: {problem}")
+    if problems:
+        return ExitStatus.BAD_INPUT
+    return ExitStatus.NODE_FAILED if found.errors() else ExitStatus.OK
 
 
 SAVE_EVERY_S = 2.0  # report.json is rewritten at most this often during a burn-in (the journal has every result)

@@ -110,7 +110,8 @@ class Profile:
     def with_site(self, host_vars: dict, origin: str) -> "Profile":
         """A copy with the site facts of a host's variables (``provision_storage``), validated
         against ``site.schema.json``; ``bonding_dir`` defaults to /proc/net/bonding."""
-        facts = {k: host_vars[k] for k in ("provision_storage", "provision_regression") if host_vars.get(k) is not None}
+        facts = {k: host_vars[k] for k in ("provision_storage", "provision_regression", "provision_plan")
+                 if host_vars.get(k) is not None}
         schema.validate(facts, "site", origin)
         site = {}
         if "provision_storage" in facts:

@@ -427,6 +427,10 @@ def _wait_ssh(node: SimNode) -> None:
                       f"(log: {node.name}.log in the rack's state folder, logs/)")
 
 
+# A node's OS as `provision plan` names targets (NVIDIA's repository folders): Rocky 9 installs from rhel9.
+PLAN_TARGETS = {"rocky9": "rhel9"}
+
+
 def _write_inventory(inventory_dir: Path, nodes: list[SimNode], plan: list[str], profile: str,
                      repo_url: str) -> None:
     """hosts.yml that reaches the rack on its own: connection, known_hosts and the rack's site
@@ -442,7 +446,8 @@ def _write_inventory(inventory_dir: Path, nodes: list[SimNode], plan: list[str],
             "provision_sim_repo_url": repo_url,
             **site,
         },
-        "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address, "provision_sim_os": o}
+        "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address, "provision_sim_os": o,
+                                                      "provision_os": PLAN_TARGETS.get(o, o)}
                                              for n, o in zip(nodes, plan)}}},
     }}
     header = "---\n# Written by `provision sim up`: the simulated rack now running. Do not edit.\n"

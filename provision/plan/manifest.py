@@ -1,0 +1,81 @@
+"""The stack manifest: the roles' own variables, as Ansible resolves them for each host and OS target.
+
+No second place holds the versions: ``provision.inventory.playvars`` reads the inventory with the
+playbook's group_vars and the roles' defaults, and templates the names in ``VARIABLES`` with the
+OS facts of the host's target. The target is the inventory variable ``provision_os`` (ubuntu2204,
+ubuntu2404, debian12, rhel9: NVIDIA's repository folders); a host without it is planned for
+every target, since the pins differ per target (stack_release.yaml's ``targets``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from provision import profiles
+from provision.errors import InventoryError, ProfileError
+from provision.inventory import Problem, Vault, playvars
+from provision.plan.stack import Env, Package, Stack
+
+VARIABLES = ("nvidia_driver_version", "cuda_toolkit_version", "cudnn_version", "nccl_version", "nccl_cuda_version",
+             "framework_venv_python", "framework_venv_envs")
+ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "framework_venv")
+# The facts the playbook's provision_stack_target expression reads, per target (playbooks/group_vars/all.yml).
+TARGETS = {
+    "ubuntu2204": {"os_family": "Debian", "distribution": "Ubuntu", "distribution_version": "22.04",
+                   "distribution_major_version": "22"},
+    "ubuntu2404": {"os_family": "Debian", "distribution": "Ubuntu", "distribution_version": "24.04",
+                   "distribution_major_version": "24"},
+    "debian12": {"os_family": "Debian", "distribution": "Debian", "distribution_version": "12",
+                 "distribution_major_version": "12"},
+    "rhel9": {"os_family": "RedHat", "distribution": "Rocky", "distribution_version": "9.4",
+              "distribution_major_version": "9"},
+}
+OS_VAR = "provision_os"
+
+
+def stacks(sources: Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None
+           ) -> tuple[dict[str, list[Stack]], list[Problem]]:
+    """({host: [its Stack per target]}, problems) for the GPU nodes of ``sources``. Raises InventoryError."""
+    problems: list[Problem] = []
+
+    def facts(host: str, variables: dict) -> dict[str, dict] | None:
+        if not variables.get("provision_profile"):
+            return None
+        target = variables.get(OS_VAR)
+        if target is not None and target not in TARGETS:
+            problems.append(Problem(str(sources[0]), host, OS_VAR, f"field '{OS_VAR}' must be one of "
+                                    f"{', '.join(TARGETS)}, got {str(target)[:40]!r}"))
+            return None
+        return {target: TARGETS[target]} if target else dict(TARGETS)
+
+    found, templating = playvars.play_vars(sources, (*VARIABLES, "provision_profile"), facts, vault, limit, ROLES)
+    problems += templating
+    out: dict[str, list[Stack]] = {}
+    for host, per_target in found.items():
+        try:
+            out[host] = [stack_of(host, values, target) for target, values in per_target.items()]
+        except (ProfileError, InventoryError) as exc:
+            problems.append(Problem(str(sources[0]), host, None, str(exc)))
+    return out, problems
+
+
+def stack_of(host: str, values: dict, target: str) -> Stack:
+    """One host's Stack for ``target`` from its templated variables. Raises ProfileError, InventoryError."""
+    profile = profiles.load(str(values["provision_profile"]))
+    gpu = profile.get("gpu") or {}
+    envs = []
+    raw_envs = values.get("framework_venv_envs") or []
+    if not isinstance(raw_envs, list) or not all(isinstance(e, dict) for e in raw_envs):
+        raise InventoryError(f"host {host}: field 'framework_venv_envs' must be a list of {{name, packages, imports}}")
+    for env in raw_envs:
+        packages = env.get("packages") or []
+        if not isinstance(packages, list):
+            raise InventoryError(f"host {host}: field 'framework_venv_envs' entry {env.get('name')!r}: packages "
+                                 "must be a list of requirement strings")
+        envs.append(Env(str(env.get("name", "?")), tuple(Package.parse(str(p)) for p in packages)))
+    return Stack(target=target, gpu=str(gpu.get("model", profile.name)),
+                 compute_capability=str(gpu.get("compute_capability", "")),
+                 driver=str(values.get("nvidia_driver_version", "")), cuda=str(values.get("cuda_toolkit_version", "")),
+                 cudnn=str(values.get("cudnn_version", "")), nccl=str(values.get("nccl_version", "")),
+                 nccl_cuda=str(values.get("nccl_cuda_version", "")),
+                 interpreter=str(values.get("framework_venv_python", "python3")), envs=tuple(envs))

@@ -1,0 +1,189 @@
+"""Cluster sizing: ``provision plan --gpus N --profile P [--switch-radix R] [--oversubscription D:U]``.
+
+A two-layer fat-tree (leaf and spine, a folded Clos) of switches with R ports: each leaf gives
+D/(D+U) of its ports to HCAs and the rest to spines, one cable per port. A spine's R ports reach
+at most R leaves, so one two-layer tree carries at most R x down endpoints (R^2/2 at 1:1: Leiserson,
+"Fat-trees", IEEE Trans. Computers C-34(10), 1985; Al-Fares et al., "A scalable, commodity data
+center network architecture", SIGCOMM 2008, https://doi.org/10.1145/1402958.1402967).
+
+- With several HCAs per node the fabric is rail-optimized: rail r of every node goes to plane r,
+  one tree per rail (NVIDIA DGX SuperPOD reference architecture,
+  https://docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-h100/latest/network-fabrics.html).
+- When a plane's endpoints exceed one two-layer tree, it is split into zones, each its own tree,
+  as DeepSeek split 10,000 PCIe A100s on 40-port HDR switches into two zones (Fire-Flyer AI-HPC,
+  SC24, https://arxiv.org/abs/2408.14158): jobs then stay within a zone, or cross a zone link.
+- Leaves per zone = ceil(endpoints / down); spines per zone = ceil(leaves x up / R).
+- Power: GPUs x the profile's gpu.power_cap_W; nodes x its power.node_max_W for the IT load;
+  x PUE for the facility. Switches and storage are not counted.
+- Burn-in budget: the per-node checks run on every node at once, so the slowest node's sum is the
+  wall time; then the cluster procedure's rounds (each rail's ib_write_bw one after another per
+  pair, all pairs of a round at once; then one all-reduce across every node).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from provision.errors import ProvisionError
+from provision.plan.hardware import node_power_W
+
+# PUE default: a modern AI facility; the Uptime Institute's 2024 survey average is 1.56
+# (https://uptimeinstitute.com/resources/research-and-reports/uptime-institute-global-data-center-survey-results-2024).
+PUE = 1.2
+# Seconds a check spends outside its measured part (connect, start the tool, parse), per check and node: our
+# judgment from the simulated rack's job timings (report.json's per-check seconds), not a published figure.
+CHECK_OVERHEAD_s = 10.0
+# Node-scope checks without a duration in their profile params, with the seconds they take on a real node:
+# nvidia-smi and lspci reads (seconds), nvbandwidth's copy testcases, an 8 GB all_reduce_perf sweep.
+FIXED_s = {"gpu_health": 5.0, "xid": 2.0, "pcie_link": 2.0, "topology": 2.0, "nvlink": 2.0, "ib_ports": 2.0,
+           "stack": 5.0, "nvbandwidth": 60.0, "nccl_allreduce": 120.0, "storage": 60.0}
+LOCALIZE_ROUNDS = 6  # rounds bench/localize.py needed to name up to 3 faults at 64-1,024 nodes (issue 10's note)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """Every figure of one sizing; ``lines()`` prints it."""
+
+    gpus: int
+    profile: str
+    nodes: int
+    hcas: int
+    radix: int
+    down: int
+    up: int
+    planes: int
+    zones: int
+    leaves_per_zone: int
+    spines_per_zone: int
+    capacity: int
+    gpu_MW: float
+    it_MW: float | None
+    facility_MW: float | None
+    pue: float
+    power_source: str
+    node_burnin_s: float
+    cluster_burnin_s: float
+    localize_s: float
+
+    @property
+    def leaves(self) -> int:
+        return self.leaves_per_zone * self.zones * self.planes
+
+    @property
+    def spines(self) -> int:
+        return self.spines_per_zone * self.zones * self.planes
+
+    @property
+    def cables(self) -> int:
+        """HCA-leaf cables plus leaf-spine cables."""
+        return self.hcas + self.leaves * self.up
+
+    def lines(self) -> list[str]:
+        layout = (f"{self.planes} rail planes" if self.planes > 1 else "one plane") + (
+            f", each in {self.zones} zones" if self.zones > 1 else "")
+        power = (f"IT {self.it_MW:.2f} MW at maximum power, facility {self.facility_MW:.2f} MW at PUE {self.pue:g}"
+                 if self.it_MW is not None else f"IT and facility unknown ({self.power_source})")
+        return [
+            f"sizing: {self.gpus} GPUs of {self.profile}: {self.nodes} nodes, {self.hcas} HCAs",
+            f"fabric: two-layer fat-tree of {self.radix}-port switches, {self.down} down / {self.up} up per leaf "
+            f"(one tree carries at most {self.capacity} endpoints): {layout}",
+            f"switches: {self.leaves_per_zone} leaves and {self.spines_per_zone} spines per tree; "
+            f"{self.leaves} leaves, {self.spines} spines, {self.leaves + self.spines} in all",
+            f"cables: {self.hcas} HCA-leaf + {self.leaves * self.up} leaf-spine = {self.cables}",
+            f"power: GPUs {self.gpu_MW:.2f} MW; {power}",
+            f"burn-in budget: {self.node_burnin_s / 60:.1f} min per-node checks (all nodes at once) + "
+            f"{self.cluster_burnin_s / 60:.1f} min cluster rounds = "
+            f"{(self.node_burnin_s + self.cluster_burnin_s) / 60:.1f} min (estimate); faults add up to "
+            f"{self.localize_s / 60:.1f} min to localize ({LOCALIZE_ROUNDS} rounds)",
+        ]
+
+
+def ratio(text: str) -> tuple[int, int]:
+    """"2:1" -> (2, 1) (down:up). Raises ProvisionError."""
+    try:
+        down, up = (int(x) for x in text.split(":"))
+    except ValueError:
+        down = up = 0
+    if down < 1 or up < 1:
+        raise ProvisionError(f"--oversubscription {text[:20]!r}: down:up as two positive integers, e.g. 1:1 or 2:1")
+    return down, up
+
+
+def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue: float = PUE,
+         node_W: float | None = None) -> Sizing:
+    """The sizing of ``gpus`` GPUs of ``profile`` (a provision.profiles.Profile). Raises ProvisionError for
+    a bad argument."""
+    if gpus < 1:
+        raise ProvisionError(f"--gpus: at least 1, got {gpus}")
+    if radix < 4 or radix % 2:
+        raise ProvisionError(f"--switch-radix: an even port count of at least 4, got {radix}")
+    if pue < 1:
+        raise ProvisionError(f"--pue: at least 1.0 (facility power over IT power), got {pue:g}")
+    d, u = ratio(oversubscription)
+    down = radix * d // (d + u)
+    up = radix - down
+    gpu, hca = profile.get("gpu") or {}, profile.get("hca") or {}
+    per_node, hcas_per_node = int(gpu.get("count", 0)), int(hca.get("count", 0))
+    if per_node < 1:
+        raise ProvisionError(f"--profile {profile.name}: gpu.count must be at least 1")
+    nodes = math.ceil(gpus / per_node)
+    planes = hcas_per_node if hcas_per_node > 1 else 1
+    endpoints = nodes if hcas_per_node else 0
+    capacity = radix * down
+    zones = max(1, math.ceil(endpoints / capacity)) if endpoints else 0
+    per_zone = math.ceil(endpoints / zones) if zones else 0
+    leaves = math.ceil(per_zone / down) if per_zone else 0
+    spines = math.ceil(leaves * up / radix) if leaves > 1 else 0
+    if leaves == 1:
+        up = 0  # one leaf carries the whole tree: no spine layer
+    measured_W, source = node_power_W(profile)
+    node_W = node_W if node_W is not None else measured_W
+    if node_W is not None and measured_W is None:
+        source = "--node-power-W"
+    it_MW = nodes * node_W / 1e6 if node_W is not None else None
+    return Sizing(gpus=gpus, profile=profile.name, nodes=nodes, hcas=nodes * hcas_per_node, radix=radix, down=down,
+                  up=up, planes=planes if endpoints else 0, zones=zones, leaves_per_zone=leaves,
+                  spines_per_zone=spines, capacity=capacity,
+                  gpu_MW=gpus * float(gpu.get("power_cap_W", 0)) / 1e6, it_MW=it_MW,
+                  facility_MW=it_MW * pue if it_MW is not None else None, pue=pue, power_source=source,
+                  node_burnin_s=node_burnin_s(profile), cluster_burnin_s=cluster_burnin_s(profile, nodes),
+                  localize_s=LOCALIZE_ROUNDS * (_ib_pass_s(profile) + CHECK_OVERHEAD_s) if nodes > 1 else 0.0)
+
+
+def node_burnin_s(profile) -> float:
+    """Seconds of one node's checks: each check's measured part from its profile params (gpu_stress
+    duration_s; ib_write_bw duration_s per HCA, one after another) or ``FIXED_s``, plus ``CHECK_OVERHEAD_s``."""
+    refs = profile.get("references") or {}
+    total = 0.0
+    for check, seconds in FIXED_s.items():
+        if check in refs or check in ("xid", "pcie_link", "topology", "nvlink", "stack"):
+            total += seconds + CHECK_OVERHEAD_s
+    stress = _param(refs, "gpu_stress", "duration_s")
+    if stress:
+        total += stress + CHECK_OVERHEAD_s
+    total += _ib_pass_s(profile) + (CHECK_OVERHEAD_s if _ib_pass_s(profile) else 0)
+    return total
+
+
+def cluster_burnin_s(profile, nodes: int) -> float:
+    """Seconds of the cluster procedure without faults: discovery, one quick pair round (every rail in
+    turn), one all-reduce over all nodes; with faults add ``LOCALIZE_ROUNDS`` rounds of the same kind."""
+    if nodes < 2 or not _ib_pass_s(profile):
+        return 0.0
+    round_s = _ib_pass_s(profile) + CHECK_OVERHEAD_s
+    allreduce = FIXED_s["nccl_allreduce"] + CHECK_OVERHEAD_s
+    return CHECK_OVERHEAD_s + round_s + allreduce
+
+
+def _ib_pass_s(profile) -> float:
+    hca = profile.get("hca") or {}
+    seconds = _param(profile.get("references") or {}, "ib_write_bw", "duration_s")
+    return float(seconds or 0) * int(hca.get("count", 0))
+
+
+def _param(refs: dict, check: str, name: str) -> float | None:
+    for row in (refs.get(check) or {}).values():
+        value = (row.get("params") or {}).get(name)
+        if value is not None:
+            return float(value)
+    return None

@@ -1,0 +1,487 @@
+"""The stack check: the versions the roles will install against the compatibility tables (``compat``).
+
+A ``Stack`` is one host's driver, CUDA toolkit, cuDNN, NCCL build, the interpreter its framework
+virtualenvs are made from (``framework_venv_python``: one for every env, as the role does) and
+each env's pinned packages, with the GPU's compute capability from its hardware profile and the
+node's OS target. ``check`` returns its findings; ``nearest`` the consistent stack with the
+fewest and smallest changes, or None.
+
+Rules, each with the source its finding cites:
+- the toolkit builds for the GPU's architecture (gpu_arch.yaml);
+- the driver is at least the toolkit's minimum (an error), or only its major's minor version
+  compatibility minimum (a warning: PTX newer than the driver cannot be JIT-compiled);
+- cuDNN has a build for the toolkit's CUDA major covering its minor (above the support
+  matrix's newest minor: a warning);
+- NVIDIA publishes the NCCL version for ``nccl_cuda_version``, of the toolkit's major;
+- TensorFlow: its Python range; a wheel that loads the system's CUDA and cuDNN must have the
+  tested CUDA and cuDNN (a newer cuDNN minor: a warning); ``tensorflow-gpu`` only where the
+  release published it; PyTorch and JAX: Python range, the wheel's CUDA variant and the driver it
+  needs (their wheels bundle the CUDA libraries); every framework: kernels for the GPU's
+  architecture (cubins of its major at or below it), else PTX JIT (a warning), else none (an error).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from dataclasses import dataclass
+
+from provision.plan import ERROR, INFO, WARNING, Finding
+from provision.plan.compat import (arch, cudnn_builds, cudnn_releases, distro_python, kernels, minor,
+                                   minor_compat, nccl_build, rows, toolkit, toolkits, ver)
+
+REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[([^\]]*)\])?\s*(==\s*([^\s;,]+))?\s*$")
+INTERPRETER = re.compile(r"python(\d+\.\d+)$")
+PYTHONS = ("3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # CPython 3 releases the tables span
+FRAMEWORKS = {"tensorflow": "tensorflow", "tensorflow-gpu": "tensorflow", "torch": "pytorch", "jax": "jax"}
+CUDA_RELEASE_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name normalization (https://peps.python.org/pep-0503/#normalized-names)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Package:
+    """One entry of an env's ``packages``: ``name`` (PEP 503), ``extras``, ``version`` ('' unpinned)."""
+
+    name: str
+    extras: tuple[str, ...]
+    version: str
+    spec: str
+
+    @classmethod
+    def parse(cls, spec: str) -> "Package":
+        m = REQUIREMENT.match(str(spec))
+        if m is None:
+            return cls(normalize(str(spec).split("=")[0].split(">")[0].split("<")[0].split("[")[0].strip() or "?"),
+                       (), "", str(spec))
+        extras = tuple(e.strip() for e in (m.group(3) or "").split(",") if e.strip())
+        return cls(normalize(m.group(1)), extras, m.group(5) or "", str(spec))
+
+    def pin(self, name: str, version: str) -> "Package":
+        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        return Package(name, self.extras, version, f"{name}{extras}=={version}")
+
+
+@dataclass(frozen=True)
+class Env:
+    name: str
+    packages: tuple[Package, ...]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One host's planned stack; versions as the roles' variables hold them."""
+
+    target: str | None
+    gpu: str
+    compute_capability: str
+    driver: str
+    cuda: str
+    cudnn: str
+    nccl: str
+    nccl_cuda: str
+    interpreter: str
+    envs: tuple[Env, ...] = ()
+
+    @property
+    def python(self) -> str | None:
+        """The envs' Python major.minor: from the interpreter's name, else the target's python3."""
+        m = INTERPRETER.search(self.interpreter)
+        if m:
+            return m.group(1)
+        row = distro_python(self.target) if self.target else None
+        return str(row["python3"]) if row else None
+
+
+def check(s: Stack) -> list[Finding]:
+    """Every finding on ``s``, errors first within each part."""
+    out = _system(s)
+    for env in s.envs:
+        for package in env.packages:
+            out += _framework(s, env, package)
+    return out
+
+
+def _system(s: Stack) -> list[Finding]:
+    out: list[Finding] = []
+    a = arch(s.compute_capability)
+    if a is None:
+        out.append(Finding(WARNING, f"gpu {s.gpu}", f"compute capability {s.compute_capability} is not in the table",
+                           "provision/plan/data/gpu_arch.yaml"))
+    elif ver(s.cuda) < ver(a["cuda_min"]):
+        out.append(Finding(ERROR, f"cuda {s.cuda}", f"cannot build for {a['arch']} (sm_{_sm(s.compute_capability)}, "
+                           f"the {s.gpu}): that needs CUDA {a['cuda_min']} or newer", a["source"]))
+    t = toolkit(s.cuda)
+    if t is None:
+        out.append(Finding(WARNING, f"cuda {s.cuda}", "not in the release notes' table: its driver is not checked",
+                           "provision/plan/data/cuda_driver.yaml"))
+    elif ver(s.driver) < ver(t["driver_min"]):
+        compat = minor_compat(str(ver(s.cuda)[0]))
+        if compat is not None and ver(s.driver) >= ver(compat["driver_min"]):
+            out.append(Finding(WARNING, f"driver {s.driver}", f"below CUDA {t['cuda']}'s {t['driver_min']}: it runs by "
+                               f"minor version compatibility (>= {compat['driver_min']}), but PTX that CUDA "
+                               f"{t['cuda']} compiles cannot be JIT-compiled by this driver", compat["source"]))
+        else:
+            out.append(Finding(ERROR, f"driver {s.driver}", f"CUDA {t['cuda']} needs driver >= {t['driver_min']}",
+                               t["source"]))
+    out += _cudnn(s)
+    out += _nccl(s)
+    python = s.python
+    if python is None:
+        out.append(Finding(WARNING, f"python {s.interpreter}", "its version depends on the node's OS, which the "
+                           "inventory does not say (set provision_os): framework Python ranges are not checked",
+                           "provision/plan/data/python.yaml"))
+    elif s.target and INTERPRETER.search(s.interpreter):
+        row = distro_python(s.target)
+        if row is not None and str(row["python3"]) != python:
+            out.append(Finding(WARNING, f"python {s.interpreter}", f"{s.target}'s python3 is {row['python3']}: the "
+                               f"role runs `{s.interpreter} -m venv`, so the site must install Python {python} first",
+                               row["source"]))
+    return out
+
+
+def _cudnn(s: Stack) -> list[Finding]:
+    builds = cudnn_builds(s.cudnn)
+    if not builds:
+        return [Finding(WARNING, f"cudnn {s.cudnn}", "not in the support matrix table: not checked",
+                        "provision/plan/data/cudnn.yaml")]
+    major = ver(s.cuda)[:1]
+    mine = [b for b in builds if ver(b["cuda_min"])[:1] == major]
+    if not mine:
+        spans = ", ".join(f"{b['cuda_min']}-{b['cuda_max']}" for b in builds)
+        return [Finding(ERROR, f"cudnn {s.cudnn}", f"has no build for CUDA {major[0]} (its builds: CUDA {spans})",
+                        builds[0]["source"])]
+    if any(ver(b["cuda_min"]) <= ver(minor(s.cuda)) <= ver(b["cuda_max"]) for b in mine):
+        return []
+    b = mine[0]
+    if ver(minor(s.cuda)) < ver(b["cuda_min"]):
+        return [Finding(ERROR, f"cudnn {s.cudnn}", f"its CUDA {major[0]} build needs CUDA {b['cuda_min']} or newer, "
+                        f"not {minor(s.cuda)}", b["source"])]
+    return [Finding(WARNING, f"cudnn {s.cudnn}", f"the support matrix lists CUDA {b['cuda_min']}-{b['cuda_max']}, not "
+                    f"{minor(s.cuda)}: it loads by minor version compatibility, untested", b["source"])]
+
+
+def _nccl(s: Stack) -> list[Finding]:
+    build = nccl_build(s.nccl)
+    if build is None:
+        return [Finding(WARNING, f"nccl {s.nccl}", "not in the table of NVIDIA's builds: not checked",
+                        "provision/plan/data/nccl.yaml")]
+    cudas = [str(c) for c in build["cuda"]]
+    if minor(s.nccl_cuda) not in cudas:
+        return [Finding(ERROR, f"nccl {s.nccl}+cuda{s.nccl_cuda}", f"NVIDIA builds NCCL {s.nccl} for CUDA "
+                        f"{', '.join(cudas)} only: the package does not exist", build["source"])]
+    if ver(s.nccl_cuda)[:1] != ver(s.cuda)[:1]:
+        return [Finding(ERROR, f"nccl {s.nccl}+cuda{s.nccl_cuda}", f"built for CUDA {ver(s.nccl_cuda)[0]}, the "
+                        f"toolkit is CUDA {ver(s.cuda)[0]}", build["source"])]
+    if ver(s.nccl_cuda) > ver(minor(s.cuda)):
+        return [Finding(WARNING, f"nccl {s.nccl}+cuda{s.nccl_cuda}", f"built for a newer CUDA than the toolkit "
+                        f"({minor(s.cuda)})", build["source"])]
+    return []
+
+
+def _framework(s: Stack, env: Env, p: Package) -> list[Finding]:
+    kind = FRAMEWORKS.get(p.name)
+    if kind is None:
+        return []
+    subject = f"env {env.name}: {p.spec}"
+    if not p.version:
+        return [Finding(WARNING, subject, "not pinned with ==: the plan cannot check it, and pip picks whatever is "
+                        "newest on the day", "https://pip.pypa.io/en/stable/topics/repeatable-installs/")]
+    row = release(kind, p.version)
+    if row is None:
+        return [Finding(WARNING, subject, f"release not in the {kind} table: not checked",
+                        f"provision/plan/data/{kind}.yaml")]
+    return {"tensorflow": _tensorflow, "pytorch": _pytorch, "jax": _jax}[kind](s, subject, p, row)
+
+
+def release(kind: str, version: str) -> dict | None:
+    """The table row of framework ``kind`` (tensorflow, pytorch, jax) for ``version``."""
+    if kind == "jax":
+        return next((r for r in rows("jax", "releases")
+                     if ver(r["version_min"]) <= ver(version)[:3] <= ver(r["version_max"])), None)
+    return next((r for r in rows(kind, "releases") if minor(r["version"]) == minor(version)), None)
+
+
+def _python_range(s: Stack, subject: str, name: str, row: dict) -> list[Finding]:
+    python = s.python
+    if python is None or ver(row["python_min"]) <= ver(python) <= ver(row["python_max"]):
+        return []
+    return [Finding(ERROR, subject, f"{name} supports Python {row['python_min']}-{row['python_max']}, not {python}",
+                    row["source"])]
+
+
+def _arch(s: Stack, subject: str, name: str, archs: list[str], source: str) -> list[Finding]:
+    a = arch(s.compute_capability)
+    label = f"{a['arch']} (sm_{_sm(s.compute_capability)})" if a else f"sm_{_sm(s.compute_capability)}"
+    how, which = kernels(list(archs), s.compute_capability)
+    if how == "sass":
+        return []
+    if how == "ptx":
+        return [Finding(WARNING, subject, f"{name}'s binaries hold no kernels for the {s.gpu}'s {label}: they rest on "
+                        f"PTX JIT from {which} (the driver compiles every kernel at first use, minutes per start, "
+                        f"and the JIT code is not tuned for it)", source)]
+    return [Finding(ERROR, subject, f"{name}'s binaries hold neither kernels nor PTX for the {s.gpu}'s {label} "
+                    f"(built for {', '.join(archs)})", source)]
+
+
+def _tensorflow(s: Stack, subject: str, p: Package, row: dict) -> list[Finding]:
+    name = f"TensorFlow {minor(p.version)}"
+    out = []
+    if p.name not in [normalize(n) for n in row["packages"]]:
+        out.append(Finding(ERROR, subject, f"{name}'s GPU build is published as {' or '.join(row['packages'])}, not "
+                           f"{p.name}", row["source"]))
+    out += _python_range(s, subject, name, row)
+    bundled = bool(row.get("bundles_cuda")) and "and-cuda" in p.extras
+    if not bundled:
+        cuda_ok = minor(s.cuda) == minor(row["cuda"])
+        cudnn_same = ver(s.cudnn)[:2] == ver(row["cudnn"])[:2]
+        cudnn_newer = ver(s.cudnn)[:1] == ver(row["cudnn"])[:1] and ver(s.cudnn)[:2] > ver(row["cudnn"])[:2]
+        if not cuda_ok or not (cudnn_same or cudnn_newer):
+            out.append(Finding(ERROR, subject, f"{name} was built and tested against CUDA {row['cuda']} and cuDNN "
+                               f"{row['cudnn']}, not {minor(s.cuda)} and {minor(s.cudnn)}: its wheel loads the "
+                               "system's CUDA and cuDNN libraries of the versions it was built with", row["source"]))
+            out += _tensorflow_for_cuda(s, subject)
+        elif cudnn_newer:
+            out.append(Finding(WARNING, subject, f"{name} was tested with cuDNN {row['cudnn']}, not "
+                               f"{minor(s.cudnn)} (cuDNN keeps its API within a major: it loads, untested)",
+                               row["source"]))
+    else:
+        out += _driver_for(s, subject, name, str(row["cuda"]))
+    if row.get("archs"):
+        out += _arch(s, subject, name, row["archs"], row.get("archs_source", row["source"]))
+    else:
+        out.append(Finding(INFO, subject, f"{name}'s GPU architectures are not in the table: kernels for the "
+                           f"{s.gpu} are not checked", "provision/plan/data/tensorflow.yaml"))
+    return out
+
+
+def _tensorflow_for_cuda(s: Stack, subject: str) -> list[Finding]:
+    """The TensorFlow releases tested with this toolkit, when none of them takes the env's Python."""
+    tested = [r for r in rows("tensorflow", "releases") if minor(r["cuda"]) == minor(s.cuda)]
+    python = s.python
+    if not tested or python is None:
+        return []
+    if any(ver(r["python_min"]) <= ver(python) <= ver(r["python_max"]) for r in tested):
+        return []
+    low = min((r["python_min"] for r in tested), key=ver)
+    high = max((r["python_max"] for r in tested), key=ver)
+    names = ", ".join(minor(r["version"]) for r in tested)
+    need = f"Python {low} or newer" if ver(python) < ver(low) else f"Python {high} or older"
+    return [Finding(ERROR, subject, f"the TensorFlow releases tested with CUDA {minor(s.cuda)} ({names}) need "
+                    f"{need} ({low}-{high}), not {python}", tested[0]["source"])]
+
+
+def _pytorch(s: Stack, subject: str, p: Package, row: dict) -> list[Finding]:
+    name = f"PyTorch {minor(p.version)}"
+    label = re.search(r"\+cu(\d+)(\d)$", p.version)
+    variant = f"{label.group(1)}.{label.group(2)}" if label else str(row["pypi_default_cuda"])
+    out = _python_range(s, subject, name, row)
+    if variant not in [str(c) for c in row["cuda"]]:
+        return out + [Finding(ERROR, subject, f"{name} is built for CUDA {', '.join(map(str, row['cuda']))}, not "
+                              f"{variant}", row["source"])]
+    out += _driver_for(s, subject, f"{name}+cu{variant.replace('.', '')}", variant)
+    wheel = next((v for v in rows("pytorch", "variants") if minor(v["version"]) == minor(p.version)
+                  and str(v["cuda"]) == variant), None)
+    if wheel is not None:
+        out += _arch(s, subject, f"{name}+cu{variant.replace('.', '')}", wheel["archs"], wheel["source"])
+    return out
+
+
+def _jax(s: Stack, subject: str, p: Package, row: dict) -> list[Finding]:
+    name = f"JAX {p.version}"
+    out = _python_range(s, subject, name, row)
+    if not any(e.startswith("cuda") for e in p.extras):
+        return out + [Finding(INFO, subject, f"{name} without a cuda extra installs the CPU build only",
+                              row["source"])]
+    return out + _driver_for(s, subject, name, str(row["cuda_min"]))
+
+
+def _driver_for(s: Stack, subject: str, name: str, cuda: str) -> list[Finding]:
+    """A wheel that bundles CUDA ``cuda``: the driver must run it, at least by minor version compatibility."""
+    compat = minor_compat(str(ver(cuda)[0]))
+    if compat is None or ver(s.driver) >= ver(compat["driver_min"]):
+        return []
+    return [Finding(ERROR, subject, f"{name} bundles CUDA {cuda}, which needs driver >= {compat['driver_min']}, "
+                    f"not {s.driver}", compat["source"])]
+
+
+def _sm(cc: str) -> str:
+    return "".join(str(n) for n in ver(cc)[:2])
+
+
+# --- the nearest consistent stack --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Proposal:
+    """``stack`` the proposed one; ``changes`` [(variable, now, proposed)]; ``warnings`` it keeps."""
+
+    stack: Stack
+    changes: tuple[tuple[str, str, str], ...]
+    warnings: tuple[Finding, ...]
+
+
+def nearest(s: Stack) -> Proposal | None:
+    """The stack without errors that changes the fewest components by the smallest steps (each changed
+    component costs 1 plus 0.1 per release stepped over; each warning left 0.5), or None when the
+    tables hold none. Only the driver, toolkit, cuDNN, NCCL build, interpreter and framework pins move."""
+    best: tuple[float, Stack] | None = None
+    a = arch(s.compute_capability)
+    cudas = [c for c in dict.fromkeys([s.cuda, *toolkits()]) if a is None or ver(c) >= ver(a["cuda_min"])]
+    pythons = [p for p in dict.fromkeys([s.python, *PYTHONS]) if p]
+    for cuda, python in itertools.product(cudas, pythons):
+        candidate = _fit(s, cuda, python)
+        if candidate is None:
+            continue
+        findings = check(candidate)
+        if any(f.severity == ERROR for f in findings):
+            continue
+        cost = _cost(s, candidate) + 0.5 * sum(f.severity == WARNING for f in findings)
+        if best is None or cost < best[0]:
+            best = (cost, candidate)
+    if best is None:
+        return None
+    chosen = best[1]
+    return Proposal(chosen, tuple(_changes(s, chosen)), tuple(f for f in check(chosen) if f.severity == WARNING))
+
+
+def _fit(s: Stack, cuda: str, python: str) -> Stack | None:
+    """``s`` moved to toolkit ``cuda`` and Python ``python``: each framework at its nearest release that
+    fits them, cuDNN as the TensorFlow envs need (else kept, else the nearest with a build for
+    ``cuda``), the NCCL build of ``cuda``, the driver raised to the toolkit's minimum."""
+    interpreter = s.interpreter
+    distro = distro_python(s.target) if s.target else None
+    if python != s.python:
+        interpreter = "python3" if distro is not None and str(distro["python3"]) == python else f"python{python}"
+    trial = dataclasses.replace(s, cuda=cuda, interpreter=interpreter)
+    cudnn_need: set[str] = set()
+    envs = []
+    for env in s.envs:
+        packages = []
+        for p in env.packages:
+            kind = FRAMEWORKS.get(p.name)
+            if kind is None or not p.version:
+                packages.append(p)
+                continue
+            moved = _nearest_release(trial, kind, p)
+            if moved is None:
+                return None
+            packages.append(moved)
+            row = release(kind, moved.version)
+            if kind == "tensorflow" and row and not ("and-cuda" in moved.extras and row.get("bundles_cuda")):
+                cudnn_need.add(str(row["cudnn"]))
+        envs.append(Env(env.name, tuple(packages)))
+    if len(cudnn_need) > 1:
+        return None
+    cudnn = _cudnn_for(s.cudnn, cuda, next(iter(cudnn_need), None))
+    t = toolkit(cuda)
+    driver = s.driver if t is None or ver(s.driver) >= ver(t["driver_min"]) else str(t["driver_min"])
+    nccl, nccl_cuda = _nccl_for(s.nccl, s.nccl_cuda, cuda)
+    if cudnn is None or nccl is None:
+        return None
+    return dataclasses.replace(trial, driver=driver, cudnn=cudnn, nccl=nccl, nccl_cuda=nccl_cuda, envs=tuple(envs))
+
+
+def _nearest_release(trial: Stack, kind: str, p: Package) -> Package | None:
+    """The release of framework ``kind`` nearest ``p``'s whose own findings on ``trial`` hold no error
+    (TensorFlow's tested cuDNN is set afterwards, so it is assumed here)."""
+    if kind == "jax":
+        versions = [str(r["version_max"]) for r in rows("jax", "releases")]
+    else:
+        versions = [str(r["version"]) for r in rows(kind, "releases")]
+    versions = sorted(dict.fromkeys([p.version, *versions]), key=ver)
+    here = versions.index(p.version)
+    for step in sorted(range(len(versions)), key=lambda i: (abs(i - here), -i)):
+        version = versions[step]
+        row = release(kind, version)
+        if row is None:
+            continue
+        name = p.name
+        if kind == "tensorflow" and name not in [normalize(n) for n in row["packages"]]:
+            name = normalize(row["packages"][0])
+        moved = p if version == p.version and name == p.name else p.pin(name, _release_pin(kind, version, p))
+        probe = trial
+        if kind == "tensorflow":
+            probe = dataclasses.replace(trial, cudnn=str(row["cudnn"]))
+        found = _framework(probe, Env("probe", (moved,)), moved)
+        if not any(f.severity == ERROR for f in found):
+            return moved
+    return None
+
+
+def _release_pin(kind: str, version: str, p: Package) -> str:
+    """The version to pin for a table release: TensorFlow rows name X.Y.0; PyTorch rows X.Y (-> X.Y.0, with
+    the site's +cuXY label kept)."""
+    if kind == "pytorch":
+        label = re.search(r"\+cu\d+$", p.version)
+        base = version if len(ver(version)) >= 3 else f"{version}.0"
+        return base + (label.group(0) if label else "")
+    return version
+
+
+def _cudnn_for(cudnn: str, cuda: str, need: str | None) -> str | None:
+    """cuDNN for toolkit ``cuda``: ``need``'s major.minor when a TensorFlow env fixes it (the current
+    version when it is that release), else the current one when it has a build for ``cuda``, else the
+    nearest release that has."""
+    def covers(release: str) -> bool:
+        return any(ver(b["cuda_min"])[:1] == ver(cuda)[:1] and ver(b["cuda_min"]) <= ver(minor(cuda))
+                   for b in cudnn_builds(release))
+
+    if need is not None:
+        if ver(cudnn)[:2] == ver(need)[:2]:
+            return cudnn
+        found = [r for r in cudnn_releases() if ver(r)[:2] == ver(need)[:2] and covers(r)]
+        return found[-1] if found else None
+    if covers(cudnn):
+        return cudnn
+    found = sorted(cudnn_releases(), key=lambda r: (abs(_distance(r, cudnn)), ver(r)))
+    return next((r for r in found if covers(r)), None)
+
+
+def _nccl_for(nccl: str, nccl_cuda: str, cuda: str) -> tuple[str | None, str]:
+    """The NCCL build for toolkit ``cuda``: this version's newest build of ``cuda``'s major at or below its
+    minor, else the nearest version that has one."""
+    builds = rows("nccl", "builds")
+    order = sorted(builds, key=lambda b: (abs(_distance(str(b["nccl"]), nccl)), ver(b["nccl"])))
+    for b in order:
+        fit = sorted((str(c) for c in b["cuda"] if ver(c)[:1] == ver(cuda)[:1] and ver(c) <= ver(minor(cuda))),
+                     key=ver)
+        if fit:
+            return str(b["nccl"]), (nccl_cuda if nccl_cuda in fit and ver(b["nccl"]) == ver(nccl) else fit[-1])
+    return None, nccl_cuda
+
+
+def _distance(a: str, b: str) -> float:
+    """A rough distance between two versions: major steps count 100, minor 1, patch 0.01."""
+    va, vb = (list(ver(a)) + [0, 0, 0])[:3], (list(ver(b)) + [0, 0, 0])[:3]
+    return (va[0] - vb[0]) * 100 + (va[1] - vb[1]) + (va[2] - vb[2]) * 0.01
+
+
+def _cost(s: Stack, c: Stack) -> float:
+    cost = 0.0
+    for now, then in ((s.driver, c.driver), (s.cuda, c.cuda), (s.cudnn, c.cudnn), (s.nccl, c.nccl),
+                      (s.nccl_cuda, c.nccl_cuda), (s.python or "", c.python or "")):
+        if ver(now) != ver(then):
+            cost += 1 + 0.1 * min(abs(_distance(now, then)), 20)
+    if c.interpreter != s.interpreter and c.interpreter != "python3":
+        cost += 0.3  # an interpreter the distribution does not ship
+    for e0, e1 in zip(s.envs, c.envs):
+        for p0, p1 in zip(e0.packages, e1.packages):
+            if p0.spec != p1.spec:
+                cost += 1 + 0.1 * min(abs(_distance(p0.version, p1.version)), 20)
+    return cost
+
+
+def _changes(s: Stack, c: Stack) -> list[tuple[str, str, str]]:
+    out = [(var, now, then) for var, now, then in (
+        ("nvidia_driver_version", s.driver, c.driver), ("cuda_toolkit_version", s.cuda, c.cuda),
+        ("cudnn_version", s.cudnn, c.cudnn), ("nccl_version", s.nccl, c.nccl),
+        ("nccl_cuda_version", s.nccl_cuda, c.nccl_cuda), ("framework_venv_python", s.interpreter, c.interpreter))
+        if now != then]
+    for e0, e1 in zip(s.envs, c.envs):
+        out += [(f"framework_venv_envs[{e0.name}]", p0.spec, p1.spec)
+                for p0, p1 in zip(e0.packages, e1.packages) if p0.spec != p1.spec]
+    return out
+

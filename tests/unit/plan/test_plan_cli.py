@@ -1,0 +1,87 @@
+"""`provision plan` as a user types it: the seed inventory is rejected (exit 1) with each conflict and the
+nearest consistent stack; a consistent one passes (exit 0); `provision run` and `install` refuse to start on
+the seed (exit 2) before any node is reached (its addresses are TEST-NET-1); bad input is one line, exit 2."""
+import shutil
+
+import pytest
+
+from provision import paths
+from tests.unit.test_cli_input import one_line_error, provision
+
+DATA = paths.ROOT / "tests" / "data" / "plan"
+
+
+def test_the_seed_inventory_is_rejected_with_the_nearest_consistent_stack():
+    proc = provision("plan", "-i", str(DATA / "seed"))
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+    assert "stack for ubuntu2204 on NVIDIA GeForce RTX 4090 (ws01, ws02): driver 550.127.05, CUDA 11.8.0" in out
+    assert "TensorFlow 2.4 was built and tested against CUDA 11.0 and cuDNN 8.0, not 11.8 and 8.9" in out
+    assert "the TensorFlow releases tested with CUDA 11.8 (2.12, 2.13, 2.14) need Python 3.8 or newer" in out
+    assert "TensorFlow 2.4's binaries hold no kernels for the NVIDIA GeForce RTX 4090's Ada (sm_89)" in out
+    assert "nearest consistent stack (set these variables):" in out
+    assert "framework_venv_envs[tf]: tensorflow-gpu==2.4.0 -> tensorflow==2.12.0" in out
+    assert "framework_venv_python: python3.7 -> python3" in out
+    assert out.rstrip().endswith("plan: 2 errors, 2 warnings: the stack or the design cannot work")
+
+
+def test_a_consistent_inventory_passes_and_names_an_outranked_pin():
+    proc = provision("plan", "-i", str(DATA / "consistent"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "CUDA 12.4.1, cuDNN 9.1.0.70, NCCL 2.21.5+cuda12.4, python3 (Python 3.11)" in proc.stdout
+    assert "ok: every rule holds" in proc.stdout
+    assert ("warning cuda_toolkit_version 11.8.0: set in " in proc.stdout
+            and "playbooks/group_vars/all.yml outranks the inventory's group all: the roles install 12.4.1"
+            in proc.stdout)
+    assert "at least 15.7 s, allowed 20 s" in proc.stdout and "30.6 kW at maximum power" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["run", "install"])
+def test_an_install_refuses_to_start_on_the_seed_stack(command):
+    proc = provision(command, "-i", str(DATA / "seed"), "--run-id", f"plan-refused-{command}")
+    assert proc.returncode == 2
+    assert "plan: error   env tf: tensorflow-gpu==2.4.0: TensorFlow 2.4 was built and tested" in proc.stdout
+    assert one_line_error(proc).startswith("provision: error: plan: 2 errors in the stack or the design")
+    assert "--force installs anyway" in proc.stderr
+    assert not (paths.RUNS / f"plan-refused-{command}").exists()  # nothing started, no run folder
+
+
+def test_a_host_with_an_unknown_os_target_is_named(tmp_path):
+    shutil.copytree(DATA / "seed", tmp_path / "inv")
+    hosts = tmp_path / "inv" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("provision_os: ubuntu2204", "provision_os: ubuntu1804"))
+    proc = provision("plan", "-i", str(tmp_path / "inv"))
+    assert proc.returncode == 2
+    assert "host ws01: field 'provision_os' must be one of ubuntu2204, ubuntu2404, debian12, rhel9" in proc.stderr
+
+
+def test_without_provision_os_every_target_is_planned(tmp_path):
+    shutil.copytree(DATA / "consistent", tmp_path / "inv")
+    hosts = tmp_path / "inv" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("        provision_os: debian12\n", ""))
+    proc = provision("plan", "-i", str(tmp_path / "inv"))
+    assert proc.returncode == 0, proc.stdout
+    for target in ("ubuntu2204", "ubuntu2404", "debian12", "rhel9"):
+        assert f"stack for {target} on NVIDIA H100 80GB HBM3" in proc.stdout
+    assert "stack for ubuntu2404 on NVIDIA H100 80GB HBM3 (hgx01, hgx02): driver 550.127.05, CUDA 12.5.1" in proc.stdout
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--gpus", "64"], "plan: --gpus and --profile go together"),
+    ([], "plan: give -i INVENTORY"),
+    (["--gpus", "64", "--profile", "h100-sxm5-80g-ndr", "--oversubscription", "x"], "--oversubscription 'x'"),
+    (["--gpus", "64", "--profile", "nope"], "no such hardware profile"),
+])
+def test_bad_sizing_arguments_are_one_line(args, text):
+    proc = provision("plan", *args)
+    assert proc.returncode == 2 and text in one_line_error(proc)
+
+
+def test_sizing_prints_its_figures():
+    proc = provision("plan", "--gpus", "10000", "--profile", "a100-pcie-40g-hdr", "--switch-radix", "40",
+                     "--node-power-W", "4000")
+    assert proc.returncode == 0, proc.stderr
+    assert "1250 nodes, 1250 HCAs" in proc.stdout and "one plane, each in 2 zones" in proc.stdout
+    assert "32 leaves and 16 spines per tree; 64 leaves, 32 spines, 96 in all" in proc.stdout
+    assert "cables: 1250 HCA-leaf + 1280 leaf-spine = 2530" in proc.stdout
+    assert "GPUs 2.50 MW; IT 5.00 MW at maximum power, facility 6.00 MW at PUE 1.2" in proc.stdout
