@@ -47,7 +47,15 @@ def _parser() -> argparse.ArgumentParser:
             _history_option(c)
         if name != "burnin":
             c.add_argument("--force", action="store_true", help="install even when `provision plan` finds an error")
+        c.add_argument("--shard", metavar="K/N", help="only the K-th of N disjoint shards of the GPU nodes (several "
+                       "controllers or Slurm array tasks; `provision merge` joins their runs)")
+        c.add_argument("--shard-by", choices=("hash", "rack"), default="hash", help="split by host name hash "
+                       "(default) or by whole racks (host variable provision_rack)")
     _plan_parser(sub)
+    mer = sub.add_parser("merge", help="join the runs of a sharded job (--shard K/N) into one run: report, JUnit, "
+                         "raw outputs, drain.txt; exit as the job's")
+    mer.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders, or run ids under runs/")
+    mer.add_argument("--run-id", help="name of the merged run's folder under runs/")
     embedded.add_commands(sub)
     ev = sub.add_parser("evaluate", help="judge a saved run again from its raw outputs (touches no node)")
     ev.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
@@ -162,11 +170,9 @@ def _dispatch(args: argparse.Namespace) -> int:
                         scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"),
                         history=getattr(args, "history", None), check_set=getattr(args, "check_set", None),
                         drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False),
-                        force=getattr(args, "force", False))
-    if args.command == "plan":
-        return core.plan(args.inventory, _csv(args.limit), _vault(args), args.gpus, args.profile, args.switch_radix,
-                         args.oversubscription, args.pue, args.node_power_W,
-                         err=lambda line: print(line, file=sys.stderr))
+                        force=getattr(args, "force", False), shard=args.shard, shard_by=args.shard_by)
+    if args.command in ("plan", "merge"):
+        return _planning(args)
     if args.command == "evaluate":
         return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args))
     if args.command == "inventory":
@@ -185,6 +191,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return core.report(args.run_dir, args.out, args.history,
                            args.prometheus_out or ("" if args.prometheus else None))
     return embedded.dispatch(args)
+
+
+def _planning(args: argparse.Namespace) -> int:
+    if args.command == "plan":
+        return core.plan(args.inventory, _csv(args.limit), _vault(args), args.gpus, args.profile, args.switch_radix,
+                         args.oversubscription, args.pue, args.node_power_W,
+                         err=lambda line: print(line, file=sys.stderr))
+    return core.merge(args.run_dirs, args.run_id, progress=lambda line: print(line, flush=True))
 
 
 def _parse(tool: str, file: str) -> int:

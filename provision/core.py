@@ -35,14 +35,16 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         vault: inv.Vault = inv.Vault(), retry_failed: str | None = None, progress=print, scope: str = "all",
         schedule: str = "quick",
         history: str | None = None, check_set: str | None = None,
-        drain: str | None = None, resume_passed: bool = False, force: bool = False) -> ExitStatus:
+        drain: str | None = None, resume_passed: bool = False, force: bool = False,
+        shard: str | None = None, shard_by: str = "hash") -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
     After a burn-in the run is gated against and stored in the history database ``history``
     (``_remember``); ``check_set`` runs the profiles' ``check_sets[check_set]`` (``_check_set``).
     An install first runs ``provision plan`` on the inventory and refuses to start when it finds an
-    error, unless ``force``."""
+    error, unless ``force``. ``shard`` ("K/N") keeps that shard of the GPU nodes
+    (``provision.inventory.shard``); ``provision merge`` joins the shards' runs."""
     _drain_options(drain, resume_passed)
     known = checks.ids()
     if only_checks is not None and not only_checks:
@@ -54,9 +56,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         limit = _failed_installs(retry_failed, limit)
         progress(f"retry: {len(limit)} hosts whose install did not end ok in {retry_failed}: {', '.join(limit)}")
     inventory = _gpu_inventory(inventory_args, limit, vault, progress)
-    if "install" in phases:
-        _plan_gate(inventory, vault, limit, force, progress)
-    hosts = list(inventory.gpu_hosts)
+    hosts = _selected(inventory, phases, shard, shard_by, vault, limit, force, progress)
     slurm_nodes = slurm_drain.node_names(hosts) if drain == "slurm" else {}  # bad input: before any node is touched
     if check_set is not None:
         only_checks = _check_set(check_set, hosts, only_checks)
@@ -87,6 +87,65 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         progress(f"provision: stopped by {control.reason}; the results gathered so far are in {rundir.path}")
         return ExitStatus.TERMINATED if control.reason == "SIGTERM" else ExitStatus.INTERRUPTED
     return _status(run)
+
+
+def _selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str, vault: inv.Vault, limit,
+              force: bool, progress) -> list:
+    """The GPU nodes the job runs on (its shard, when given), after the plan gate when it installs."""
+    hosts = list(inventory.gpu_hosts)
+    if shard is not None:
+        hosts = _shard(inventory, hosts, shard, shard_by, progress)
+        limit = [h.name for h in hosts]
+    if "install" in phases:
+        _plan_gate(inventory, vault, limit, force, progress)
+    return hosts
+
+
+def _shard(inventory: inv.Inventory, hosts: list, shard: str, by: str, progress) -> list:
+    """The GPU nodes of shard ``shard`` ("K/N", by hash or rack); a shard with none is bad input."""
+    from provision.inventory import shard as sharding
+
+    mine = sharding.select(hosts, shard, by)
+    if not mine:
+        raise ProvisionError(f"--shard {shard}: no GPU node of {inventory.label} falls in this shard "
+                             f"(by {by}, {len(hosts)} nodes)")
+    progress(f"shard {shard} by {by}: {len(mine)} of {len(hosts)} GPU nodes")
+    return mine
+
+
+def merge(run_args: list[str], run_id: str | None = None, progress=print) -> ExitStatus:
+    """``provision merge RUN_DIR...``: one run of the shards' runs (``provision.results.merge``): report.json,
+    results.jsonl, the raw outputs (copied), JUnit, drain.txt, burnin.prom and the summary. Returns the
+    merged run's status (as the job's); raises ProvisionError for a run that cannot be read or hosts in
+    two shards."""
+    import shutil
+
+    from provision.results import merge as merging
+
+    store = RunStore(paths.RUNS)
+    shards = [(str(d.path), d.load(), d) for d in (store.open(a) for a in run_args)]
+    merged, moves = merging.merge([(label, run) for label, run, _ in shards], "")
+    rundir = store.create(run_id)
+    merged.run_id = rundir.name
+    for (_, _, source), move in zip(shards, moves):
+        for old, new in move.items():
+            target = rundir.inside(new)
+            for folder in reversed(target.relative_to(rundir.path).parents[:-1]):
+                (rundir.path / folder).mkdir(mode=0o700, exist_ok=True)
+            try:
+                shutil.copyfile(source.inside(old, str(source.path)), target)
+            except OSError as exc:
+                progress(f"merge: warning: {source.path}: {old}: {exc.strerror}: not copied")
+    for result in merged.results:
+        rundir.record(result)
+    rundir.save(merged)
+    junit.write(rundir.junit, merged)
+    prometheus.write(rundir.path / PROMETHEUS_FILE, merged)
+    lines = slurm_drain.drain_lines(merged) if "burnin" in merged.phases else []
+    rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines))
+    progress(f"merge: {len(shards)} runs, {len(merged.hosts)} hosts, {len(merged.results)} results -> {rundir.path}")
+    progress("\n" + summary.render(merged))
+    return _status(merged)
 
 
 def _plan_gate(inventory: inv.Inventory, vault: inv.Vault, limit, force: bool, progress) -> None:

@@ -48,10 +48,11 @@ def render(run: Run, rundir: RunDir | None = None, trend: Trend | None = None) -
     """The report's HTML text. ``rundir`` (optional) lets a heatmap come from nvbandwidth's raw
     output when its result has no findings; ``trend`` adds each host's trend plots."""
     verdicts = run.verdicts()
+    covering = run.by_host()
     return _template().render(
         run=run, verdicts=verdicts, counts={v: list(verdicts.values()).count(v) for v in ORDER},
         failures=failures(run), plots=plots(run), cluster=cluster(run),
-        hosts=[_host(run, host, verdict, rundir, trend) for host, verdict in
+        hosts=[_host(run, host, verdict, rundir, trend, covering.get(host, [])) for host, verdict in
                sorted(verdicts.items(), key=lambda hv: (ORDER[hv[1]], hv[0]))],
         sources=sources(run), number=number)
 
@@ -151,10 +152,10 @@ def _label(hosts: tuple[str, ...]) -> str:
     return "+".join(hosts) if len(hosts) <= 2 else f"{len(hosts)} hosts: {hosts[0]}, ..."
 
 
-def _host(run: Run, host: str, verdict: str, rundir: RunDir | None, trend: Trend | None) -> dict:
-    """One host's section: verdict, profile, install, its results and plots."""
+def _host(run: Run, host: str, verdict: str, rundir: RunDir | None, trend: Trend | None,
+          results: list[CheckResult]) -> dict:
+    """One host's section: verdict, profile, install, its ``results`` and plots."""
     record, inst = run.hosts.get(host), run.install.get(host)
-    results = run.results_of(host)
     nvb = next((r for r in results if r.check == "nvbandwidth" and r.scope is Scope.NODE), None)
     return {"name": host, "verdict": verdict, "profile": record.profile if record else None,
             "install": inst, "results": [_row(r) for r in results],

@@ -21,9 +21,10 @@ CLUSTER_SUITE = "cluster"
 def suites(run: Run) -> list[TestSuite]:
     properties = {"run_id": run.run_id}
     out = []
+    covering = run.by_host()
     for host in sorted(set(run.install) | {h for r in run.results if r.scope is Scope.NODE for h in r.hosts}):
         cases = _install_cases(host, run.install.get(host))
-        cases += [_check_case(host, r) for r in run.results if r.scope is Scope.NODE and r.hosts == (host,)]
+        cases += [_check_case(host, r) for r in covering.get(host, ()) if r.scope is Scope.NODE and r.hosts == (host,)]
         out.append(TestSuite(host, cases, hostname=host, properties=properties))
     multi = [r for r in run.results if r.scope is not Scope.NODE]
     if multi:

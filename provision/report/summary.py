@@ -12,9 +12,11 @@ def render(run: Run) -> str:
     checks = list(dict.fromkeys(r.check for r in run.results if r.scope is Scope.NODE))
     header = ["host", "install"] + checks + ["verdict"]
     lines = []
+    covering = run.by_host()
     for host, verdict in verdicts.items():
         inst = run.install.get(host)
-        by_check = {r.check: MARK[r.outcome.value] for r in run.results if r.scope is Scope.NODE and r.hosts == (host,)}
+        by_check = {r.check: MARK[r.outcome.value] for r in covering.get(host, ())
+                    if r.scope is Scope.NODE and r.hosts == (host,)}
         inst_text = "-" if inst is None else f"{inst.status} ({inst.changed} chg)"
         lines.append([host, inst_text] + [by_check.get(c, "-") for c in checks] + [verdict.upper()])
     widths = [max(len(str(row[i])) for row in [header] + lines) for i in range(len(header))]

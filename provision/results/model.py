@@ -275,17 +275,26 @@ class Run:
     cluster: dict | None = None  # the cluster procedure: per host group its fabric, rounds and suspects
 
     def results_of(self, host: str) -> list[CheckResult]:
-        """Every result that covered ``host``, in run order."""
+        """Every result that covered ``host``, in run order (one pass; ``by_host`` for every host at once)."""
         return [r for r in self.results if host in r.hosts]
+
+    def by_host(self) -> dict[str, list[CheckResult]]:
+        """{host: every result that covered it, in run order}, in one pass over the results."""
+        out: dict[str, list[CheckResult]] = {}
+        for r in self.results:
+            for host in r.hosts:
+                out.setdefault(host, []).append(r)
+        return out
 
     def verdicts(self) -> dict[str, str]:
         """Host -> pass|fail|error: error if its install did not end ok or a result covering it
         errored, else fail if a result blames it, else pass."""
         out = {}
-        names = sorted(set(self.hosts) | set(self.install) | {h for r in self.results for h in r.hosts})
+        covering = self.by_host()
+        names = sorted(set(self.hosts) | set(self.install) | set(covering))
         for host in names:
             install = self.install.get(host)
-            mine = [r for r in self.results_of(host) if not r.evidence]  # evidence is weighed by localize
+            mine = [r for r in covering.get(host, ()) if not r.evidence]  # evidence is weighed by localize
             if (install and install.status != "ok") or any(r.outcome is Outcome.ERROR for r in mine):
                 out[host] = "error"
             elif any(r.outcome is Outcome.FAIL and host in r.blamed() for r in mine):

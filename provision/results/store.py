@@ -30,6 +30,10 @@ from provision.errors import ProvisionError
 from provision.results import reading, schema
 from provision.results.model import CheckResult, Run, Scope
 
+# A report with more findings than this is written without indentation: json indents only in its pure-Python
+# encoder, and uses the C one only when indent is None (CPython Lib/json/encoder.py, JSONEncoder.iterencode);
+# 20,000 findings is about 50 hosts of a full burn-in.
+COMPACT_FINDINGS = 20_000
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 LATEST = "latest"
 RESERVED = (LATEST, "history.db")  # names under runs/ that are not runs
@@ -97,7 +101,8 @@ class RunDir:
         data = run.to_dict()
         if os.environ.get(schema.VALIDATE_ENV):
             schema.validate(json.loads(json.dumps(data, default=str)), str(self.report))
-        atomic_write(self.report, dumps(data))
+        large = sum(len(r.findings) for r in run.results) > COMPACT_FINDINGS
+        atomic_write(self.report, dumps(data, indent=None if large else 1))
         link = self.path.parent / LATEST
         if latest and (link.is_symlink() or not link.exists()):  # never replace a real folder named latest
             link, tmp = self.path.parent / LATEST, self.path.parent / f".{LATEST}.{os.getpid()}"

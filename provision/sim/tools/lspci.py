@@ -95,6 +95,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("-n", action="count", default=0)
     args, _unknown = p.parse_known_args(argv)
     model = simhw.load()
+    simhw.hang_if_faulted("lspci", model)
     chosen = [d for d in devices(model) if matches(d, args.s, args.d)]
     sys.stdout.write("".join(block(d, args.v, args.D) for d in chosen))
     return 0

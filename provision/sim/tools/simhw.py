@@ -77,9 +77,19 @@ def faults(model: dict) -> dict:
     return model.get("faults") or {}
 
 
+BENCH_TOOL_TIME = "/etc/provision-sim/bench-tool-time-s"  # bench/burnin_overhead.py: every tool takes this long
+
+
 def hang_if_faulted(tool_name: str, model: dict | None = None) -> None:
-    """Sleep forever when the model lists ``tool_name`` under ``faults.hung_tools``."""
+    """Sleep forever when the model lists ``tool_name`` under ``faults.hung_tools``; first, when the
+    benchmark file ``BENCH_TOOL_TIME`` holds seconds T, take T seconds (a fixed tool time, so that a
+    burn-in's orchestration overhead can be measured against a known test time)."""
     model = load() if model is None else model
+    try:
+        with open(BENCH_TOOL_TIME) as handle:
+            time.sleep(max(0.0, float(handle.read().strip() or 0)))
+    except (OSError, ValueError):
+        pass
     if tool_name in (faults(model).get("hung_tools") or []):
         while True:
             time.sleep(3600)

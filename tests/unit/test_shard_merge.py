@@ -1,0 +1,67 @@
+"""--shard K/N splits the GPU nodes the same way on every controller; `merge` joins the shards' runs."""
+import pytest
+
+from provision.errors import InventoryError, ProvisionError
+from provision.inventory import Host, shard
+from provision.results import merge
+from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Run
+
+
+def hosts(n, racks=None):
+    return [Host(f"gpu{i:03d}", f"127.0.5.{i}", 22, "root", None, None, "h100-sxm5-80g-ndr",
+                 vars={"provision_rack": racks[i]} if racks else {}) for i in range(n)]
+
+
+def test_hash_shards_are_disjoint_cover_everything_and_do_not_move_when_a_node_is_added():
+    nodes = hosts(64)
+    parts = [shard.select(nodes, f"{k}/4") for k in range(1, 5)]
+    names = [h.name for part in parts for h in part]
+    assert sorted(names) == sorted(h.name for h in nodes) and len(names) == 64
+    assert all(8 <= len(p) <= 24 for p in parts)  # sha256 spreads 64 names roughly evenly
+    grown = shard.select(hosts(65), "2/4")
+    assert [h.name for h in parts[1]] == [h.name for h in grown if h.name != "gpu064"]
+
+
+def test_rack_shards_keep_racks_whole_and_balance_them():
+    racks = ["r1"] * 8 + ["r2"] * 8 + ["r3"] * 4 + ["r4"] * 4
+    nodes = hosts(24, racks)
+    one, two = shard.select(nodes, "1/2", "rack"), shard.select(nodes, "2/2", "rack")
+    assert {h.vars["provision_rack"] for h in one} == {"r1", "r3"} and len(one) == 12
+    assert {h.vars["provision_rack"] for h in two} == {"r2", "r4"} and len(two) == 12
+    with pytest.raises(InventoryError, match="host gpu000: field 'provision_rack' is needed with --shard-by rack"):
+        shard.select(hosts(2), "1/2", "rack")
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1-2", "a/b", ""])
+def test_a_bad_shard_is_refused(text):
+    with pytest.raises(InventoryError, match="--shard .*: K/N with 1 <= K <= N"):
+        shard.parse(text)
+
+
+def run(run_id, names, raw_path="raw/{h}/xid.txt"):
+    results = [CheckResult("xid", (h,), Outcome.PASS, "ok", raw=[RawOutput("", h, raw_path.format(h=h))])
+               for h in names]
+    return Run(run_id=run_id, inventory="inv", phases=["burnin"], started=f"2026-12-01T0{len(names)}:00:00",
+               finished="2026-12-01T09:00:00", hosts={h: HostRecord("h100-sxm5-80g-ndr") for h in names},
+               results=results, burnin_wall_s=float(len(names)))
+
+
+def test_merge_joins_hosts_and_results_and_keeps_the_longest_wall_time():
+    merged, moves = merge.merge([("a", run("a", ["n1", "n2"])), ("b", run("b", ["n3"]))], "m")
+    assert list(merged.hosts) == ["n1", "n2", "n3"] and [r.host for r in merged.results] == ["n1", "n2", "n3"]
+    assert merged.verdicts() == {"n1": "pass", "n2": "pass", "n3": "pass"}
+    assert merged.started == "2026-12-01T01:00:00" and merged.burnin_wall_s == 2.0
+    assert moves == [{"raw/n1/xid.txt": "raw/n1/xid.txt", "raw/n2/xid.txt": "raw/n2/xid.txt"},
+                     {"raw/n3/xid.txt": "raw/n3/xid.txt"}]
+
+
+def test_a_raw_path_both_shards_wrote_moves_under_its_shard():
+    shared = "raw/fabric/x.txt"
+    merged, moves = merge.merge([("a", run("a", ["n1"], shared)), ("b", run("b", ["n2"], shared))], "m")
+    assert moves[0] == {"raw/fabric/x.txt": "raw/shard-1/fabric/x.txt"}
+    assert [r.raw[0].path for r in merged.results] == ["raw/shard-1/fabric/x.txt", "raw/shard-2/fabric/x.txt"]
+
+
+def test_a_host_in_two_shards_is_refused():
+    with pytest.raises(ProvisionError, match="merge: host n1 is in both a and b"):
+        merge.merge([("a", run("a", ["n1"])), ("b", run("b", ["n1"]))], "m")
