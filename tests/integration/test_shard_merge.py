@@ -29,7 +29,7 @@ def comparable(rep):
     return sorted(rows, key=repr)
 
 
-def testcases(run_id):
+def junit_cases(run_id):
     tree = ET.parse(paths.RUNS / run_id / "junit" / "all.xml")
     return sorted((case.get("classname"), case.get("name"), case.find("failure") is not None,
                    case.find("error") is not None) for case in tree.iter("testcase"))
@@ -57,7 +57,7 @@ def test_two_shards_merge_into_the_unsharded_report(tmp_path):
     assert sorted(m["hosts"]) == sorted(a["hosts"]) == [f"node{i:02d}" for i in range(1, 9)]
     assert m["verdicts"] == a["verdicts"] and a["verdicts"]["node03"] == a["verdicts"]["node06"] == "fail"
     assert comparable(m) == comparable(a)
-    assert testcases(f"merged-{tag}") == testcases(f"whole-{tag}")
+    assert junit_cases(f"merged-{tag}") == junit_cases(f"whole-{tag}")
     drained = (paths.RUNS / f"merged-{tag}" / "drain.txt").read_text().split()
     assert "node03" in drained and "node06" in drained
     for r in m["results"]:  # every raw output the merged report names was copied into it
