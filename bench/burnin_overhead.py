@@ -43,7 +43,8 @@ def main() -> None:
     p.add_argument("--tool-time", type=float, default=5.0, help="T, seconds each simulated tool takes (default 5)")
     args = p.parse_args()
     t = args.tool_time
-    print(f"# {os.cpu_count()} CPUs; T = {t:g} s per tool call, {TOOL_CALLS} calls per node: test time {TOOL_CALLS * t:g} s")
+    print(f"# {os.cpu_count()} CPUs; T = {t:g} s per tool call, {TOOL_CALLS} calls per node: "
+          f"test time {TOOL_CALLS * t:g} s")
     print(f"{'nodes':>5} {'engine s':>8} {'end-to-end s':>12} {'engine/test':>11} {'e2e/test':>8} {'errors':>6}")
     for n in (int(x) for x in args.nodes.split(",")):
         work = Path(tempfile.mkdtemp(prefix=f"bench-overhead-{n}-"))

@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--force", action="store_true", help="install even when `provision plan` finds an error")
         c.add_argument("--shard", metavar="K/N", help="only the K-th of N disjoint shards of the GPU nodes (several "
                        "controllers or Slurm array tasks; `provision merge` joins their runs)")
-        c.add_argument("--shard-by", choices=("hash", "rack"), default="hash", help="split by host name hash "
+        c.add_argument("--shard-by", choices=("hash", "rack"), help="split by host name hash "
                        "(default) or by whole racks (host variable provision_rack)")
     _plan_parser(sub)
     mer = sub.add_parser("merge", help="join the runs of a sharded job (--shard K/N) into one run: report, JUnit, "
@@ -131,7 +131,8 @@ def _plan_parser(sub) -> None:
                     "NDR; 40: Quantum HDR)")
     pl.add_argument("--oversubscription", default="1:1", help="leaf down:up ports (default 1:1, non-blocking)")
     pl.add_argument("--pue", type=float, help="power usage effectiveness of the facility (default 1.2)")
-    pl.add_argument("--node-power-W", type=float, help="a node's maximum power, where its profile has none")
+    pl.add_argument("--node-power-W", type=float, help="a node's maximum power in W (instead of the profile's "
+                    "power.node_max_W; needed where the profile has none)")
 
 
 def _inventory_parser(sub) -> None:

@@ -24,7 +24,7 @@ from provision.report import junit, summary
 from provision.report import html as html_report
 from provision.report import prometheus
 from provision.results.model import FABRIC, JUDGED_VARS, FailedTask, HostInstall, HostRecord, Outcome, RoleResult, Run
-from provision.results.store import RunDir, RunStore
+from provision.results.store import RunDir, RunStore, safe_name
 from provision.runner import ansible
 from provision.slurm import drain as slurm_drain
 from provision.slurm.scontrol import Scontrol
@@ -36,7 +36,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         schedule: str = "quick",
         history: str | None = None, check_set: str | None = None,
         drain: str | None = None, resume_passed: bool = False, force: bool = False,
-        shard: str | None = None, shard_by: str = "hash") -> ExitStatus:
+        shard: str | None = None, shard_by: str | None = None) -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
@@ -89,12 +89,14 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     return _status(run)
 
 
-def _selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str, vault: inv.Vault, limit,
+def _selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str | None, vault: inv.Vault, limit,
               force: bool, progress) -> list:
     """The GPU nodes the job runs on (its shard, when given), after the plan gate when it installs."""
     hosts = list(inventory.gpu_hosts)
+    if shard is None and shard_by is not None:
+        raise ProvisionError(f"--shard-by {shard_by}: give --shard K/N too")
     if shard is not None:
-        hosts = _shard(inventory, hosts, shard, shard_by, progress)
+        hosts = _shard(inventory, hosts, shard, shard_by or "hash", progress)
         limit = [h.name for h in hosts]
     if "install" in phases:
         _plan_gate(inventory, vault, limit, force, progress)
@@ -123,19 +125,19 @@ def merge(run_args: list[str], run_id: str | None = None, progress=print) -> Exi
     from provision.results import merge as merging
 
     store = RunStore(paths.RUNS)
-    shards = [(str(d.path), d.load(), d) for d in (store.open(a) for a in run_args)]
+    shards = [(str(d.path), _shard_run(d), d) for d in (store.open(a) for a in run_args)]
     merged, moves = merging.merge([(label, run) for label, run, _ in shards], "")
     rundir = store.create(run_id)
     merged.run_id = rundir.name
     for (_, _, source), move in zip(shards, moves):
         for old, new in move.items():
-            target = rundir.inside(new)
-            for folder in reversed(target.relative_to(rundir.path).parents[:-1]):
-                (rundir.path / folder).mkdir(mode=0o700, exist_ok=True)
             try:
-                shutil.copyfile(source.inside(old, str(source.path)), target)
+                target = rundir.inside(new)
+                for folder in reversed(target.relative_to(rundir.path).parents[:-1]):
+                    (rundir.path / folder).mkdir(mode=0o700, exist_ok=True)
+                shutil.copyfile(source.inside(old, str(source.report)), target)
             except OSError as exc:
-                progress(f"merge: warning: {source.path}: {old}: {exc.strerror}: not copied")
+                progress(f"merge: warning: {source.report}: {old}: {exc.strerror or exc}: not copied")
     for result in merged.results:
         rundir.record(result)
     rundir.save(merged)
@@ -146,6 +148,50 @@ def merge(run_args: list[str], run_id: str | None = None, progress=print) -> Exi
     progress(f"merge: {len(shards)} runs, {len(merged.hosts)} hosts, {len(merged.results)} results -> {rundir.path}")
     progress("\n" + summary.render(merged))
     return _status(merged)
+
+
+def _sizing(gpus: int | None, profile: str | None, radix: int, oversubscription: str, pue: float | None,
+            node_W: float | None, out) -> ExitStatus:
+    """``provision plan --gpus N --profile P``: the sizing and the profile's hardware balance."""
+    from provision.plan import hardware, sizing
+
+    if gpus is None or profile is None:
+        raise ProvisionError("plan: --gpus and --profile go together (the sizing of N GPUs of a profile)")
+    chosen = profiles.load(profile)
+    result = sizing.size(gpus, chosen, radix, oversubscription, sizing.PUE if pue is None else pue, node_W)
+    for line in result.lines():
+        out(line)
+    for finding in hardware.balance(chosen):
+        out(f"  {finding.line()}")
+    return ExitStatus.OK
+
+
+def _shard_run(rundir: RunDir) -> Run:
+    """A shard's run for ``merge``: its report.json must be this version's (schema_version 2) and valid against
+    the published schema (report.schema.json), and name at least one host. Raises ProvisionError."""
+    import json
+
+    from provision.results import schema
+    from provision.results.model import SCHEMA_VERSION
+
+    try:
+        data = json.loads(rundir.report.read_text())
+    except (OSError, ValueError) as exc:
+        raise ProvisionError(f"{rundir.report}: not a readable run report ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or isinstance(
+            data.get("schema_version"), bool):
+        raise ProvisionError(f"{rundir.report}: schema_version must be {SCHEMA_VERSION}: merge joins runs of this "
+                             "version (`provision evaluate` rewrites an older one)")
+    try:
+        schema.validate(data, str(rundir.report))
+    except ValueError as exc:
+        raise ProvisionError(str(exc)) from None
+    run = rundir.load()
+    for host in run.hosts:
+        safe_name(host, f"{rundir.report}: hosts")
+    if not run.hosts:
+        raise ProvisionError(f"{rundir.report}: names no host: not a shard's run")
+    return run
 
 
 def _plan_gate(inventory: inv.Inventory, vault: inv.Vault, limit, force: bool, progress) -> None:
@@ -172,27 +218,21 @@ def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None,
     """``provision plan``: with ``gpus`` and ``profile``, the cluster sizing (``provision.plan.sizing``);
     else the plan of the inventory (``provision.plan.planner``), touching no node. Exit 1 when it finds
     an error, 2 for bad input (a host the plan could not read is named on ``err``, the others still planned)."""
-    from provision.plan import hardware, planner, sizing
+    from provision.plan import planner
 
     if gpus is not None or profile is not None:
-        if gpus is None or profile is None:
-            raise ProvisionError("plan: --gpus and --profile go together (the sizing of N GPUs of a profile)")
-        chosen = profiles.load(profile)
-        result = sizing.size(gpus, chosen, radix, oversubscription, sizing.PUE if pue is None else pue, node_W)
-        for line in result.lines():
-            out(line)
-        for finding in hardware.balance(chosen):
-            out(f"  {finding.line()}")
-        return ExitStatus.OK
+        return _sizing(gpus, profile, radix, oversubscription, pue, node_W, out)
     if not inventory_args:
         raise ProvisionError("plan: give -i INVENTORY (check its stack and hardware) or --gpus N --profile P (size)")
     inventory = inv.read(inv.resolve_all(inventory_args), vault, limit)
     if not inventory.gpu_hosts and not inventory.problems:
         raise ProvisionError(f"{inventory.label}: no host has provision_profile: nothing to plan")
     found = planner.plan(inventory, vault, limit)
+    problems = [*inventory.problems, *found.problems]
     for line in planner.render(found):
         out(line)
-    problems = [*inventory.problems, *found.problems]
+    if problems:
+        out(f"plan: {len(problems)} hosts or fields could not be planned (errors below): fix them and plan again")
     for problem in problems:
         err(f"provision: error: {problem}")
     if problems:

@@ -22,6 +22,7 @@ from provision.errors import InventoryError
 from provision.inventory import Problem, Vault
 
 PLAYBOOKS = paths.ROOT / "playbooks"
+SELECTORS = ("provision_profile", "provision_os")  # templated before facts() sees them
 ROLES = paths.ROOT / "roles"
 
 
@@ -63,7 +64,12 @@ def play_vars(sources: Sequence[Path], names: Sequence[str], facts: Callable[[st
         except _ansible.AnsibleError as exc:
             problems.append(Problem(str(sources[0]), host.name, None, _ansible.one_line(exc)))
             continue
-        labels = facts(host.name, variables)
+        try:  # the variables facts() selects on (the profile, the OS target) may be templates too
+            chosen = {k: plain(session.templar(variables).template(variables[k])) for k in SELECTORS if k in variables}
+        except _ansible.AnsibleError as exc:
+            problems.append(Problem(str(sources[0]), host.name, None, _ansible.one_line(exc)))
+            continue
+        labels = facts(host.name, {**variables, **chosen})
         for label, given in (labels or {}).items():
             templar = session.templar({**variables, "ansible_facts": given})
             row = {}

@@ -25,7 +25,7 @@ RACK_VAR = "provision_rack"
 
 def parse(text: str) -> tuple[int, int]:
     """"2/4" -> (2, 4). Raises InventoryError (exit 2) for anything else."""
-    m = SHARD.match(text.strip())
+    m = SHARD.match(text.strip()) if text.isascii() else None
     if m is None or not 1 <= int(m.group(1)) <= int(m.group(2)):
         raise InventoryError(f"--shard {text[:20]!r}: K/N with 1 <= K <= N, e.g. 1/2")
     return int(m.group(1)), int(m.group(2))
@@ -41,7 +41,7 @@ def select(hosts: Sequence, text: str, by: str = "hash") -> list:
     racks: dict[str, list] = {}
     for h in hosts:
         rack = h.vars.get(RACK_VAR)
-        if rack is None or str(rack) == "":
+        if isinstance(rack, bool) or not isinstance(rack, (str, int)) or str(rack) == "":
             raise InventoryError(f"host {h.name}: field '{RACK_VAR}' is needed with --shard-by rack "
                                  "(the rack or leaf switch the node sits under)")
         racks.setdefault(str(rack), []).append(h)

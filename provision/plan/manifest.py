@@ -8,6 +8,7 @@ every target, since the pins differ per target (stack_release.yaml's ``targets``
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,6 +32,7 @@ TARGETS = {
               "distribution_major_version": "9"},
 }
 OS_VAR = "provision_os"
+REQUIREMENT_NAME = re.compile(r"\s*[A-Za-z0-9]")  # a requirement starts with its project name (PEP 508)
 
 
 def stacks(sources: Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None
@@ -42,7 +44,7 @@ def stacks(sources: Sequence[Path], vault: Vault = Vault(), limit: list[str] | N
         if not variables.get("provision_profile"):
             return None
         target = variables.get(OS_VAR)
-        if target is not None and target not in TARGETS:
+        if target is not None and (not isinstance(target, str) or target not in TARGETS):
             problems.append(Problem(str(sources[0]), host, OS_VAR, f"field '{OS_VAR}' must be one of "
                                     f"{', '.join(TARGETS)}, got {str(target)[:40]!r}"))
             return None
@@ -69,13 +71,36 @@ def stack_of(host: str, values: dict, target: str) -> Stack:
         raise InventoryError(f"host {host}: field 'framework_venv_envs' must be a list of {{name, packages, imports}}")
     for env in raw_envs:
         packages = env.get("packages") or []
-        if not isinstance(packages, list):
+        if not isinstance(packages, list) or not all(isinstance(p, str) and REQUIREMENT_NAME.match(p)
+                                                     for p in packages):
             raise InventoryError(f"host {host}: field 'framework_venv_envs' entry {env.get('name')!r}: packages "
-                                 "must be a list of requirement strings")
+                                 "must be a list of requirement strings such as torch==2.4.1, "
+                                 f"got {str(packages)[:60]}")
         envs.append(Env(str(env.get("name", "?")), tuple(Package.parse(str(p)) for p in packages)))
+    pins = {name: _version(host, values, name) for name in VERSIONS}
+    interpreter = values.get("framework_venv_python", "python3")
+    if not isinstance(interpreter, str) or not interpreter.strip():
+        raise InventoryError(f"host {host}: field 'framework_venv_python' must be an interpreter such as python3.11, "
+                             f"got {interpreter!r}")
     return Stack(target=target, gpu=str(gpu.get("model", profile.name)),
                  compute_capability=str(gpu.get("compute_capability", "")),
-                 driver=str(values.get("nvidia_driver_version", "")), cuda=str(values.get("cuda_toolkit_version", "")),
-                 cudnn=str(values.get("cudnn_version", "")), nccl=str(values.get("nccl_version", "")),
-                 nccl_cuda=str(values.get("nccl_cuda_version", "")),
-                 interpreter=str(values.get("framework_venv_python", "python3")), envs=tuple(envs))
+                 driver=pins["nvidia_driver_version"], cuda=pins["cuda_toolkit_version"],
+                 cudnn=pins["cudnn_version"], nccl=pins["nccl_version"], nccl_cuda=pins["nccl_cuda_version"],
+                 interpreter=interpreter, envs=tuple(envs))
+
+
+VERSIONS = ("nvidia_driver_version", "cuda_toolkit_version", "cudnn_version", "nccl_version", "nccl_cuda_version")
+VERSION = re.compile(r"\d+(\.\d+)+\Z")
+
+
+def _version(host: str, values: dict, name: str) -> str:
+    """A pin as the roles use it: dotted numbers (550.127.05, 12.4.1, 12.4). Raises InventoryError."""
+    value = values.get(name)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not VERSION.match(str(value).strip()):
+        raise InventoryError(f"host {host}: field '{name}' must be a dotted version such as "
+                             f"{EXAMPLES[name]}, got {str(value)[:40]!r}")
+    return str(value).strip()
+
+
+EXAMPLES = {"nvidia_driver_version": "550.127.05", "cuda_toolkit_version": "12.4.1", "cudnn_version": "9.1.0.70",
+            "nccl_version": "2.21.5", "nccl_cuda_version": "12.4"}

@@ -119,9 +119,16 @@ def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue
         raise ProvisionError(f"--switch-radix: an even port count of at least 4, got {radix}")
     if pue < 1:
         raise ProvisionError(f"--pue: at least 1.0 (facility power over IT power), got {pue:g}")
+    if not math.isfinite(pue):
+        raise ProvisionError(f"--pue: a finite number of at least 1.0, got {pue:g}")
+    if node_W is not None and (not math.isfinite(node_W) or node_W <= 0):
+        raise ProvisionError(f"--node-power-W: a positive number of watts, got {node_W:g}")
     d, u = ratio(oversubscription)
     down = radix * d // (d + u)
     up = radix - down
+    if down < 1 or up < 1:
+        raise ProvisionError(f"--oversubscription {oversubscription}: leaves {down} down and {up} up ports of "
+                             f"{radix}; each leaf needs both")
     gpu, hca = profile.get("gpu") or {}, profile.get("hca") or {}
     per_node, hcas_per_node = int(gpu.get("count", 0)), int(hca.get("count", 0))
     if per_node < 1:

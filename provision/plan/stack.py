@@ -53,7 +53,7 @@ class Package:
 
     @classmethod
     def parse(cls, spec: str) -> "Package":
-        m = REQUIREMENT.match(str(spec))
+        m = REQUIREMENT.match(str(spec).split(";")[0])  # an environment marker (PEP 508) does not change the pin
         if m is None:
             return cls(normalize(str(spec).split("=")[0].split(">")[0].split("<")[0].split("[")[0].strip() or "?"),
                        (), "", str(spec))
@@ -355,7 +355,9 @@ def _fit(s: Stack, cuda: str, python: str) -> Stack | None:
     distro = distro_python(s.target) if s.target else None
     if python != s.python:
         interpreter = "python3" if distro is not None and str(distro["python3"]) == python else f"python{python}"
-    trial = dataclasses.replace(s, cuda=cuda, interpreter=interpreter)
+    t = toolkit(cuda)
+    driver = s.driver if t is None or ver(s.driver) >= ver(t["driver_min"]) else str(t["driver_min"])
+    trial = dataclasses.replace(s, cuda=cuda, interpreter=interpreter, driver=driver)
     cudnn_need: set[str] = set()
     envs = []
     for env in s.envs:
@@ -376,8 +378,6 @@ def _fit(s: Stack, cuda: str, python: str) -> Stack | None:
     if len(cudnn_need) > 1:
         return None
     cudnn = _cudnn_for(s.cudnn, cuda, next(iter(cudnn_need), None))
-    t = toolkit(cuda)
-    driver = s.driver if t is None or ver(s.driver) >= ver(t["driver_min"]) else str(t["driver_min"])
     nccl, nccl_cuda = _nccl_for(s.nccl, s.nccl_cuda, cuda)
     if cudnn is None or nccl is None:
         return None

@@ -51,8 +51,22 @@ def _raw_moves(runs: list[Run]) -> list[dict[str, str]]:
     for mine in paths:
         for path in mine:
             seen[path] = seen.get(path, 0) + 1
-    return [{path: (path if seen[path] == 1 else f"raw/shard-{i + 1}/{path.removeprefix('raw/')}") for path in mine}
-            for i, mine in enumerate(paths)]
+    taken = set(seen)
+    moves = []
+    for i, mine in enumerate(paths):
+        move = {}
+        for path in sorted(mine):
+            if seen[path] == 1:
+                move[path] = path
+                continue
+            new, n = f"raw/shard-{i + 1}/{path.removeprefix('raw/')}", 1
+            while new in taken:  # never onto a path some shard wrote, or one moved here before
+                n += 1
+                new = f"raw/shard-{i + 1}-{n}/{path.removeprefix('raw/')}"
+            taken.add(new)
+            move[path] = new
+        moves.append(move)
+    return moves
 
 
 def _paths(run: Run) -> list[str]:

@@ -204,9 +204,9 @@ class RunStore:
     def create(self, run_id: str | None = None) -> RunDir:
         """A new run folder named ``run_id`` (or the time), suffixed -2, -3... when it exists.
         Raises ProvisionError for a run id that is not a plain folder name."""
-        if run_id is not None and (not RUN_ID.fullmatch(run_id) or run_id in RESERVED):
+        if run_id is not None and (not RUN_ID.fullmatch(run_id) or run_id in RESERVED or len(run_id) > 100):
             raise ProvisionError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' "
-                                 f"(a folder name under runs/, not {' or '.join(RESERVED)})")
+                                 f"(a folder name under runs/, at most 100 characters, not {' or '.join(RESERVED)})")
         run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         path, n = self.root / run_id, 1
         while path.exists():

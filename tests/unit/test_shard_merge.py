@@ -1,4 +1,9 @@
 """--shard K/N splits the GPU nodes the same way on every controller; `merge` joins the shards' runs."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from provision.errors import InventoryError, ProvisionError
@@ -65,3 +70,32 @@ def test_a_raw_path_both_shards_wrote_moves_under_its_shard():
 def test_a_host_in_two_shards_is_refused():
     with pytest.raises(ProvisionError, match="merge: host n1 is in both a and b"):
         merge.merge([("a", run("a", ["n1"])), ("b", run("b", ["n1"]))], "m")
+
+
+def test_a_moved_path_never_lands_on_a_path_another_shard_wrote():
+    merged, moves = merge.merge([("a", run("a", ["n1"], "raw/shared.txt")), ("b", run("b", ["n2"], "raw/shared.txt")),
+                                 ("c", run("c", ["n3"], "raw/shard-2/shared.txt"))], "m")
+    paths = [r.raw[0].path for r in merged.results]
+    assert len(set(paths)) == 3 and "raw/shard-2/shared.txt" in paths  # c's own file keeps its name
+    assert moves[1]["raw/shared.txt"] == "raw/shard-2-2/shared.txt"
+
+
+def _report(folder, data):
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"schema_version": None}, "schema_version must be 2"),
+    ({"hosts": {}}, "names no host"),
+    ({"phases": [{"a": 1}]}, "report.json breaks"),
+    ({"results": [{"check": "xid", "hosts": "n1", "outcome": "pass", "message": "ok"}]}, "report.json breaks"),
+])
+def test_merge_refuses_a_report_that_is_not_a_shards_run(tmp_path, change, text):
+    runs = tmp_path / "runs"
+    _report(runs / "good", run("good", ["n1"]).to_dict())
+    _report(runs / "bad", {**run("bad", ["n2"]).to_dict(), **change})
+    proc = subprocess.run([sys.executable, "-m", "provision", "merge", "good", "bad", "--run-id", "m"],
+                          capture_output=True, text=True, env={**os.environ, "PROVISION_RUNS_DIR": str(runs)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and text in proc.stderr, proc.stderr
+    assert not (runs / "m").exists()  # refused before any folder was made

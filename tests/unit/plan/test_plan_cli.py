@@ -85,3 +85,34 @@ def test_sizing_prints_its_figures():
     assert "32 leaves and 16 spines per tree; 64 leaves, 32 spines, 96 in all" in proc.stdout
     assert "cables: 1250 HCA-leaf + 1280 leaf-spine = 2530" in proc.stdout
     assert "GPUs 2.50 MW; IT 5.00 MW at maximum power, facility 6.00 MW at PUE 1.2" in proc.stdout
+
+
+@pytest.mark.parametrize("line, text", [
+    ('cuda_toolkit_version: "abc"', "host ws01: field 'cuda_toolkit_version' must be a dotted version such as 12.4.1"),
+    ("cudnn_version: [1]", "host ws01: field 'cudnn_version' must be a dotted version"),
+    ('framework_venv_python: ""', "host ws01: field 'framework_venv_python' must be an interpreter"),
+])
+def test_a_pin_that_is_not_a_version_is_bad_input(tmp_path, line, text):
+    shutil.copytree(DATA / "seed", tmp_path / "inv")
+    group = tmp_path / "inv" / "group_vars" / "gpu_workers.yml"
+    key = line.split(":")[0]
+    group.write_text("\n".join(line if row.startswith(key + ":") else row for row in group.read_text().splitlines()))
+    proc = provision("plan", "-i", str(tmp_path / "inv"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert text in proc.stderr and "could not be planned" in proc.stdout
+
+
+def test_a_templated_os_target_is_templated(tmp_path):
+    shutil.copytree(DATA / "seed", tmp_path / "inv")
+    hosts = tmp_path / "inv" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("provision_os: ubuntu2204", "provision_os: \"{{ 'ubuntu' ~ '2204' }}\""))
+    proc = provision("plan", "-i", str(tmp_path / "inv"))
+    assert proc.returncode == 1 and "stack for ubuntu2204 on NVIDIA GeForce RTX 4090" in proc.stdout
+
+
+def test_a_list_as_os_target_is_named_not_a_crash(tmp_path):
+    shutil.copytree(DATA / "seed", tmp_path / "inv")
+    hosts = tmp_path / "inv" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("provision_os: ubuntu2204", "provision_os: [ubuntu2204]"))
+    proc = provision("plan", "-i", str(tmp_path / "inv"))
+    assert proc.returncode == 2 and "field 'provision_os' must be one of" in proc.stderr
