@@ -102,17 +102,19 @@ def test_a_pin_that_is_not_a_version_is_bad_input(tmp_path, line, text):
     assert text in proc.stderr and "could not be planned" in proc.stdout
 
 
-def test_a_templated_os_target_is_templated(tmp_path):
+def plan_seed_with_os(tmp_path, value):
+    """`provision plan` on a copy of the seed inventory whose provision_os is ``value`` (YAML text)."""
     shutil.copytree(DATA / "seed", tmp_path / "inv")
     hosts = tmp_path / "inv" / "hosts.yml"
-    hosts.write_text(hosts.read_text().replace("provision_os: ubuntu2204", "provision_os: \"{{ 'ubuntu' ~ '2204' }}\""))
-    proc = provision("plan", "-i", str(tmp_path / "inv"))
+    hosts.write_text(hosts.read_text().replace("provision_os: ubuntu2204", f"provision_os: {value}"))
+    return provision("plan", "-i", str(tmp_path / "inv"))
+
+
+def test_a_templated_os_target_is_templated(tmp_path):
+    proc = plan_seed_with_os(tmp_path, "\"{{ 'ubuntu' ~ '2204' }}\"")
     assert proc.returncode == 1 and "stack for ubuntu2204 on NVIDIA GeForce RTX 4090" in proc.stdout
 
 
 def test_a_list_as_os_target_is_named_not_a_crash(tmp_path):
-    shutil.copytree(DATA / "seed", tmp_path / "inv")
-    hosts = tmp_path / "inv" / "hosts.yml"
-    hosts.write_text(hosts.read_text().replace("provision_os: ubuntu2204", "provision_os: [ubuntu2204]"))
-    proc = provision("plan", "-i", str(tmp_path / "inv"))
+    proc = plan_seed_with_os(tmp_path, "[ubuntu2204]")
     assert proc.returncode == 2 and "field 'provision_os' must be one of" in proc.stderr
