@@ -103,13 +103,16 @@ def _object(value: Any, key: str) -> dict:
 
 def _number(value: Any, key: str, integer: bool = False) -> int | float | None:
     """A JSON number: finite and not negative (fio's figures are sizes, rates, counts and times);
-    None when absent. Python's json reads NaN, Infinity and 1e400 (inf): all refused."""
+    None when absent. Python's json reads NaN, Infinity and 1e400 (inf): all refused, and so is an integer
+    wider than the 64-bit integers fio keeps its counters in (its json.c prints them as long long)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
         raise refuse("fio", f"JSON {key!r} is not a number: {str(value)[:40]!r}")
     if isinstance(value, float):
         finite(value, f"fio JSON {key!r}")
+    elif value.bit_length() > 64:
+        raise refuse("fio", f"JSON {key!r} is wider than 64 bits: {str(value)[:40]!r}...")
     return non_negative(value, f"fio JSON {key!r}")
 
 

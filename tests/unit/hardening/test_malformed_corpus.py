@@ -63,6 +63,7 @@ CASES = [
     ('bonding_failure_count_5000_digits.txt', 'check:storage:bond', 'longer than 64 characters'),
     ('fio_json_bw_infinity.txt', 'check:storage:fio', "fio JSON 'write\\.bw' is inf"),
     ('fio_json_bw_1e400.txt', 'check:storage:fio', "fio JSON 'write\\.bw' is inf"),
+    ('fio_json_bw_400_digits.txt', 'check:storage:fio', "JSON 'write\\.bw' is wider than 64 bits"),
     ('fio_json_bw_negative.txt', 'check:storage:fio', "fio JSON 'write\\.bw' -6288489 is negative"),
     ('fio_json_bw_string.txt', 'check:storage:fio', "JSON 'write\\.bw' is not a number"),
     ('fio_json_iops_nan.txt', 'check:storage:fio', "fio JSON 'write\\.iops' is nan"),
