@@ -195,14 +195,15 @@ def test_a_signal_mid_burnin_keeps_the_results_and_stops_the_tools(sim_rack, tmp
     proc = subprocess.Popen([sys.executable, "-m", "provision", "burnin", "-i", str(sim_rack), "--run-id", run_id,
                              "--checks", "xid,slow_probe"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "PROVISION_CHECK_PATH": str(tmp_path)})
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # all four nodes run the sleep
-        if subprocess.run(["pgrep", "-fc", f"^sleep {seconds}$"], capture_output=True, text=True).stdout.strip() == "4":
+    deadline = time.monotonic() + 300  # generous: on 2 loaded CPUs xid and the SSH setup come first
+    while time.monotonic() < deadline and proc.poll() is None:  # all four nodes run the sleep
+        running = subprocess.run(["pgrep", "-fc", f"^sleep {seconds}$"], capture_output=True, text=True).stdout
+        if int(running.strip() or 0) >= 4:
             break
         time.sleep(0.5)
     else:
         proc.kill()
-        pytest.fail(f"the slow tool never ran on four nodes: {proc.communicate()[0][-2000:]}")
+        pytest.fail(f"the slow tool never ran on four nodes (exit {proc.poll()}): {proc.communicate()[0][-2000:]}")
     sent = time.monotonic()
     proc.send_signal(getattr(signal, signame))
     out, _ = proc.communicate(timeout=60)
