@@ -38,13 +38,23 @@ def timed(argv: list[str], env: dict | None = None) -> tuple[float, subprocess.C
     return time.monotonic() - start, proc
 
 
-def role_seconds(run_dir: Path) -> dict[str, float]:
-    """Seconds per role of an install (sum over hosts of each task's duration), from ansible-runner's events."""
-    spent: dict[str, float] = defaultdict(float)
+def task_seconds(run_dir: Path) -> dict[tuple[str, str], float]:
+    """Seconds per (role, task) of an install (sum over hosts of each task's duration), from ansible-runner's
+    per-host task events (runner_on_ok/skipped/failed; a loop's items are inside their task's duration)."""
+    spent: dict[tuple[str, str], float] = defaultdict(float)
     for event in sorted((run_dir / "ansible").rglob("job_events/*.json")):
-        data = json.loads(event.read_text()).get("event_data") or {}
-        if "duration" in data and data.get("role"):
-            spent[data["role"]] += float(data["duration"] or 0)
+        whole = json.loads(event.read_text())
+        data = whole.get("event_data") or {}
+        if whole.get("event", "").startswith("runner_on_") and "duration" in data:
+            spent[(data.get("role") or "-", data.get("task") or "")] += float(data["duration"] or 0)
+    return dict(sorted(spent.items(), key=lambda kv: -kv[1]))
+
+
+def role_seconds(tasks: dict[tuple[str, str], float]) -> dict[str, float]:
+    """The task seconds summed per role."""
+    spent: dict[str, float] = defaultdict(float)
+    for (role, _), seconds in tasks.items():
+        spent[role] += seconds
     return dict(sorted(spent.items(), key=lambda kv: -kv[1]))
 
 
@@ -83,10 +93,13 @@ def main() -> None:
             print(f"nodes {n}: first install {first:.0f} s; no-op install {again:.1f} s (exit {proc.returncode}, "
                   f"{total_changed} changed); 1-task play {play:.1f} s (exit {pproc.returncode}); "
                   f"ratio {again / play:.1f}", flush=True)
-            shares = role_seconds(runs / "again")
+            tasks = task_seconds(runs / "again")
+            shares = role_seconds(tasks)
             whole = sum(shares.values()) or 1.0
-            print("  no-op install by role (task seconds summed over hosts): " +
+            print(f"  no-op install: {whole:.0f} task seconds summed over hosts, {len(tasks)} tasks; by role: " +
                   ", ".join(f"{r} {s:.0f} s ({s / whole:.0%})" for r, s in shares.items()))
+            print("  costliest tasks: " + "; ".join(f"{r}: {t} {s:.0f} s" for (r, t), s in list(tasks.items())[:8]),
+                  flush=True)
         finally:
             timed([PY, "-m", "provision", "sim", "down", "--inventory", str(inv)])
             shutil.rmtree(work, ignore_errors=True)

@@ -57,6 +57,9 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         progress(f"retry: {len(limit)} hosts whose install did not end ok in {retry_failed}: {', '.join(limit)}")
     inventory = _gpu_inventory(inventory_args, limit, vault, progress)
     hosts = _selected(inventory, phases, shard, shard_by, vault, limit, force, progress)
+    if not hosts:  # only a shard can be empty: more shards than nodes (or racks) is a valid split
+        progress(f"shard {shard}: no GPU node of {inventory.label} falls in this shard; nothing to run, no run made")
+        return ExitStatus.OK
     slurm_nodes = slurm_drain.node_names(hosts) if drain == "slurm" else {}  # bad input: before any node is touched
     if check_set is not None:
         only_checks = _check_set(check_set, hosts, only_checks)
@@ -98,19 +101,17 @@ def _selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str
     if shard is not None:
         hosts = _shard(inventory, hosts, shard, shard_by or "hash", progress)
         limit = [h.name for h in hosts]
-    if "install" in phases:
+    if "install" in phases and hosts:
         _plan_gate(inventory, vault, limit, force, progress)
     return hosts
 
 
 def _shard(inventory: inv.Inventory, hosts: list, shard: str, by: str, progress) -> list:
-    """The GPU nodes of shard ``shard`` ("K/N", by hash or rack); a shard with none is bad input."""
+    """The GPU nodes of shard ``shard`` ("K/N", by hash or rack); none when the split gives this shard
+    nothing (a Slurm array of more tasks than the cluster has nodes or racks), which is not an error."""
     from provision.inventory import shard as sharding
 
     mine = sharding.select(hosts, shard, by)
-    if not mine:
-        raise ProvisionError(f"--shard {shard}: no GPU node of {inventory.label} falls in this shard "
-                             f"(by {by}, {len(hosts)} nodes)")
     progress(f"shard {shard} by {by}: {len(mine)} of {len(hosts)} GPU nodes")
     return mine
 

@@ -99,3 +99,23 @@ def test_merge_refuses_a_report_that_is_not_a_shards_run(tmp_path, change, text)
                           capture_output=True, text=True, env={**os.environ, "PROVISION_RUNS_DIR": str(runs)})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and text in proc.stderr, proc.stderr
     assert not (runs / "m").exists()  # refused before any folder was made
+
+
+def test_an_empty_shard_runs_nothing_and_is_not_an_error(tmp_path):
+    """More shards than nodes (a Slurm array larger than the cluster): the shard with no node exits 0 and
+    makes no run, before any SSH, install or plan."""
+    inv = tmp_path / "inv"
+    inv.mkdir()
+    (inv / "hosts.yml").write_text("all:\n  children:\n    gpu_nodes:\n      hosts:\n        n1:\n"
+                                   "          ansible_host: 127.0.0.1\n"
+                                   "          provision_profile: h100-sxm5-80g-ndr\n")
+    mine = shard.select([Host("n1", "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr")], "1/2")
+    empty = "2/2" if mine else "1/2"
+    runs = tmp_path / "runs"
+    for phase in ("burnin", "run"):
+        proc = subprocess.run([sys.executable, "-m", "provision", phase, "-i", str(inv), "--shard", empty,
+                               "--run-id", f"e-{phase}"], capture_output=True, text=True,
+                              env={**os.environ, "PROVISION_RUNS_DIR": str(runs)}, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "falls in this shard; nothing to run" in proc.stdout + proc.stderr
+        assert not (runs / f"e-{phase}").exists()
