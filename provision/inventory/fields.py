@@ -42,7 +42,8 @@ CONNECTIONS = ("ssh", "ansible.builtin.ssh", "smart")  # smart is ssh (ansible-c
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")  # what DNS names and Ansible's groups need
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
-TEMPLATED = ("provision_reference_overrides", "provision_check_timeouts")
+SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
+TEMPLATED = ("provision_reference_overrides", "provision_check_timeouts") + SITE_FACTS
 
 
 class Fields:
@@ -88,6 +89,7 @@ def build(session: Session, ansible_host) -> Host:
     host_vars.update({k: f.get((k,))[1] for k in TEMPLATED if k in f.vars})
     if profile is not None:
         _check_overrides(f, profile, host_vars.get("provision_reference_overrides"))
+        _check_site(f, profile, host_vars)
         _check_timeouts(f, host_vars.get("provision_check_timeouts"))
         _check_host_keys(f)
         _check_connection(f)
@@ -134,6 +136,16 @@ def _check_overrides(f: Fields, profile: str, overrides) -> None:
         _profile_named(profile).with_overrides(overrides, f"host {f.name}")
     except ProfileError as exc:
         raise f.problem("provision_reference_overrides", str(exc).removeprefix(f"host {f.name}: ")) from None
+
+
+def _check_site(f: Fields, profile: str, host_vars: dict) -> None:
+    """The site facts (``SITE_FACTS``) against site.schema.json, naming the file and line of the first one set."""
+    try:
+        _profile_named(profile).with_site(host_vars, f"host {f.name}")
+    except ProfileError as exc:
+        text = str(exc).removeprefix(f"host {f.name}: ")
+        field = next((k for k in SITE_FACTS if text.startswith(k)), next(k for k in SITE_FACTS if k in host_vars))
+        raise f.problem(field, text) from None
 
 
 def _check_host_keys(f: Fields) -> None:

@@ -33,6 +33,11 @@ def error_lines(proc):
      "gpu.yml:2: host node1: field 'ansible_ssh_common_args' turns host key checking off (StrictHostKeyChecking=no)"),
     ("[gpu]\nnode1 ansible_host_key_checking=false\n", "provision_profile: h100-sxm5-80g-ndr\n",
      "hosts:2: host node1: field 'ansible_host_key_checking' turns host key checking off"),
+    # A site fact (site.schema.json) is checked as the inventory loads, once, with its file and line.
+    ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_storage: {bond: bond0}\n",
+     "gpu.yml:2: host node1: provision_storage: missing key "),
+    ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_regression: {as: maybe}\n",
+     "gpu.yml:2: host node1: provision_regression.as: "),
 ])
 def test_bad_field_names_file_host_and_field(tmp_path, hosts, group_vars, expected):
     (tmp_path / "hosts").write_text(hosts)
@@ -41,6 +46,20 @@ def test_bad_field_names_file_host_and_field(tmp_path, hosts, group_vars, expect
     for command in (["inventory", "-i", str(tmp_path / "hosts")], ["burnin", "-i", str(tmp_path / "hosts")]):
         lines = error_lines(provision(*command))
         assert len(lines) == 1 and expected in lines[0] and str(tmp_path) in lines[0], lines
+
+
+def test_a_site_fact_is_named_once_and_a_templated_one_is_templated(tmp_path):
+    (tmp_path / "hosts").write_text("[gpu]\nnode1\n")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "gpu.yml").write_text(
+        "provision_profile: h100-sxm5-80g-ndr\nbond_name: bond7\nprovision_storage: {bond: \"{{ bond_name }}\"}\n")
+    [line] = error_lines(provision("plan", "-i", str(tmp_path / "hosts")))[-1:]
+    assert line.count("host node1") == 1 and "gpu.yml:3: host node1: provision_storage: missing key" in line, line
+    (tmp_path / "group_vars" / "gpu.yml").write_text(
+        "provision_profile: h100-sxm5-80g-ndr\nbond_name: bond7\nprovision_storage: {bond: \"{{ bond_name }}\", "
+        "mode: 802.3ad, slaves: 2, slave_speed_Mbps: 25000, checkpoint_path: /scratch}\n")
+    [host] = inventory.load(tmp_path / "hosts").hosts
+    assert host.vars["provision_storage"]["bond"] == "bond7"
 
 
 def test_vault_without_password_names_the_vault_file():
