@@ -104,7 +104,8 @@ def main() -> None:
                 errors += bad
             m = {k: statistics.median(v) for k, v in walls.items()}
             print(f"{n:>5} {m['ours']:>7.2f} {m['engine']:>7.2f} {m['clush']:>7.2f} {cold:>12.2f} "
-                  f"{m['ansible']:>12.2f} {m['ours'] / m['clush']:>10.2f} {m['ansible'] / m['ours']:>12.2f} {errors:>6}", flush=True)
+                  f"{m['ansible']:>12.2f} {m['ours'] / m['clush']:>10.2f} {m['ansible'] / m['ours']:>12.2f} "
+                  f"{errors:>6}", flush=True)
         finally:
             sh([PY, "-m", "provision", "sim", "down", "--inventory", str(work / "rack")])
             shutil.rmtree(work, ignore_errors=True)
