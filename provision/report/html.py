@@ -72,8 +72,8 @@ def write(path: Path, run: Run, rundir: RunDir | None = None, trend: Trend | Non
 
 
 def failures(run: Run) -> list[dict]:
-    """Rows of the failing-hosts table: {host, check, outcome, message, faults: [(code, action)] once
-    each}, by host: its failed install roles, then every failing or erroring result it is blamed for."""
+    """Rows of the failing-hosts table: {host, check, outcome, message (without the "[CODE: action]" the
+    faults column shows), faults: [(code, action)] once each}, by host: its failed install roles, then every failing or erroring result it is blamed for."""
     rows: list[dict] = [{"host": host, "check": f"install.{role}", "outcome": inst.status,
                          "message": f"{f.task}: {f.msg}", "faults": []}
                         for host, inst in sorted(run.install.items())
@@ -81,9 +81,12 @@ def failures(run: Run) -> list[dict]:
     for r in run.results:
         if r.outcome is Outcome.ERROR or (r.outcome is Outcome.FAIL and r.blamed()):
             bad = [f for f in r.findings if not f.ok]
+            faults = list(dict.fromkeys((f.fault, f.action) for f in bad))
+            message = r.message
+            for code, action in faults:  # the action has its own column; the message keeps the figures
+                message = message.replace(f" [{code}: {action}]", "")
             rows.append({"host": "+".join(r.blamed()) if r.outcome is Outcome.FAIL else r.host, "check": r.check,
-                         "outcome": r.outcome.value, "message": r.message,
-                         "faults": list(dict.fromkeys((f.fault, f.action) for f in bad))})
+                         "outcome": r.outcome.value, "message": message, "faults": faults})
     return sorted(rows, key=lambda row: row["host"])  # stable: per host its install, then its results in run order
 
 

@@ -51,6 +51,7 @@ def test_failing_hosts_come_first_with_fault_and_action(rundir):
     assert "mlx5_1: bw_avg_Gbps = 271.1 Gb/s, reference 400 Gb/s" in failing
     assert '<span class="code">HCA_SLOW</span>: Check the HCA' in failing
     assert failing.count('<span class="code">D2D_SLOW</span>') == 1  # one row per code, not per cell
+    assert "[HCA_SLOW:" not in failing and "[D2D_SLOW:" not in failing  # the action is in its column, once
     hosts = re.findall(r'<section class="host host-(\w+)" id="host-\d+">\n<h3>(\w+)', page)
     assert hosts == [("error", "n3"), ("fail", "n2"), ("pass", "n1")]
 
