@@ -50,6 +50,17 @@ def task_seconds(run_dir: Path) -> dict[tuple[str, str], float]:
     return dict(sorted(spent.items(), key=lambda kv: -kv[1]))
 
 
+def host_seconds(run_dir: Path) -> dict[str, float]:
+    """Seconds of task time per host of an install (the same events as ``task_seconds``)."""
+    spent: dict[str, float] = defaultdict(float)
+    for event in sorted((run_dir / "ansible").rglob("job_events/*.json")):
+        whole = json.loads(event.read_text())
+        data = whole.get("event_data") or {}
+        if whole.get("event", "").startswith("runner_on_") and "duration" in data:
+            spent[data.get("host") or "-"] += float(data["duration"] or 0)
+    return spent
+
+
 def role_seconds(tasks: dict[tuple[str, str], float]) -> dict[str, float]:
     """The task seconds summed per role."""
     spent: dict[str, float] = defaultdict(float)
@@ -98,6 +109,9 @@ def main() -> None:
             whole = sum(shares.values()) or 1.0
             print(f"  no-op install: {whole:.0f} task seconds summed over hosts, {len(tasks)} tasks; by role: " +
                   ", ".join(f"{r} {s:.0f} s ({s / whole:.0%})" for r, s in shares.items()))
+            per_host = sorted(host_seconds(runs / "again").values())
+            print(f"  per host: task seconds min {per_host[0]:.0f}, median {per_host[len(per_host) // 2]:.0f}, "
+                  f"max {per_host[-1]:.0f}")
             print("  costliest tasks: " + "; ".join(f"{r}: {t} {s:.0f} s" for (r, t), s in list(tasks.items())[:8]),
                   flush=True)
         finally:
