@@ -73,7 +73,8 @@ def write(path: Path, run: Run, rundir: RunDir | None = None, trend: Trend | Non
 
 def failures(run: Run) -> list[dict]:
     """Rows of the failing-hosts table: {host, check, outcome, message (without the "[CODE: action]" the
-    faults column shows), faults: [(code, action)] once each}, by host: its failed install roles, then every failing or erroring result it is blamed for."""
+    faults column shows), faults: [(code, action)] once each}, by host: its failed install roles, then every
+    failing or erroring result it is blamed for."""
     rows: list[dict] = [{"host": host, "check": f"install.{role}", "outcome": inst.status,
                          "message": f"{f.task}: {f.msg}", "faults": []}
                         for host, inst in sorted(run.install.items())
