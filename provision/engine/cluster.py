@@ -103,7 +103,7 @@ class Procedure:
         self._localize(entry, fabric, hosts, profile, devices)
 
     def _localize(self, entry: dict, fabric: Fabric, hosts: list[str], profile, devices: list[str]) -> None:
-        finder = localize.Localizer(fabric, hosts, threshold=THRESHOLD)
+        finder = localize.Localizer(fabric, hosts, threshold=THRESHOLD, first_round=len(entry["rounds"]) + 1)
         while not self.burnin.control.stop.is_set() and (tests := finder.next_round()):
             tag = f"round{len(entry['rounds']) + 1}"
             jobs = [job for t in tests for job in self._jobs(t, tag)]
@@ -119,7 +119,7 @@ class Procedure:
                             "cables": [{"rail": r, "id": cid} for r, cid in unknown["cables"]]}
         self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.burnin.control.stop.is_set(),
                                     entry["unknown"]))
-        unjudged = _unjudged(entry["unknown"])
+        unjudged = _unjudged(unknown, [(f"{s.host} " if s.host else "") + _describe(s) for s in suspects])
         if unjudged is not None and not self.burnin.control.stop.is_set():
             self._keep(unjudged)
 
@@ -229,13 +229,23 @@ def _localize_result(hosts: tuple[str, ...], suspects, rounds: int, stopped: boo
                        findings=findings)
 
 
-def _unjudged(unknown: dict) -> CheckResult | None:
-    """An error on the hosts localization could not judge (their tests kept erroring), on them alone."""
+def _unjudged(unknown: dict, suspects: list[str]) -> CheckResult | None:
+    """An error on the hosts localization could not judge, on them alone, saying why for each:
+    ``unknown`` is ``Localizer.unknown()``, ``suspects`` the named suspects' descriptions."""
     if not unknown["hosts"]:
         return None
-    return CheckResult(LOCALIZE, tuple(unknown["hosts"]), Outcome.ERROR,
-                       f"not judged: the cluster tests of {', '.join(unknown['hosts'])} kept failing to run",
-                       scope=Scope.CLUSTER, run_error=True)
+    why = unknown.get("why", {})
+    by: dict[str, list[str]] = {}
+    for h in unknown["hosts"]:
+        by.setdefault(why.get(h, "errors"), []).append(h)
+    masked = f" ({'; '.join(suspects[:3])})" if suspects else ""
+    texts = {"errors": "their cluster tests kept failing to run",
+             "masked": f"their tests fell below reference, but no test told them apart from the suspects named"
+                       f"{masked}: rerun once those are fixed",
+             "untested": "no test with a known-good partner ran"}
+    message = "not judged: " + "; ".join(f"{', '.join(hs)}: {texts[k]}" for k, hs in by.items())
+    return CheckResult(LOCALIZE, tuple(unknown["hosts"]), Outcome.ERROR, message, scope=Scope.CLUSTER,
+                       run_error=True)
 
 
 def _evidence_text(s) -> str:

@@ -173,9 +173,12 @@ class Routes:
 class Localizer:
     """Plans rounds of tests over ``hosts`` (each on every plane of ``fabric``) and names faults from
     their observations. ``threshold``: pass when measured/expected >= it. ``routes``: a shared ``Routes``
-    (default: a new one). Raises ValueError on a threshold outside (0, 1] or a host missing from a plane."""
+    (default: a new one). ``first_round``: the run's number for this localizer's first round (rounds of the
+    pair schedule come before it), which the evidence quotes. Raises ValueError on a threshold outside
+    (0, 1] or a host missing from a plane."""
 
-    def __init__(self, fabric: Fabric, hosts: list[str], threshold: float = 0.9, routes: Routes | None = None):
+    def __init__(self, fabric: Fabric, hosts: list[str], threshold: float = 0.9, routes: Routes | None = None,
+                 first_round: int = 1):
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         for plane in fabric.planes:
@@ -186,6 +189,7 @@ class Localizer:
         self.routes = routes or Routes(fabric)
         self.rails = range(len(fabric.planes))
         self.rounds: list[list[Observation]] = []
+        self._offset = first_round - 1  # added to this localizer's round numbers where the evidence quotes them
         self.node_phase_rounds = 0  # the last round that ran a group or a probe
         self._cleared: set[tuple] = set()
         self._fails: list[_Fail] = []
@@ -400,7 +404,7 @@ class Localizer:
         """Clear or fail each channel of a test that ran; True when one failed."""
         t, failed = obs.test, False
         if t.kind in ("group", "probe") and obs.ratio is not None:
-            ev = {"round": rnd, "test": t.kind, "hosts": list(t.hosts), "ratio": obs.ratio}
+            ev = {"round": rnd + self._offset, "test": t.kind, "hosts": list(t.hosts), "ratio": obs.ratio}
             failed |= self._channel(self._ring_comps(t.hosts), obs.ratio, ev)
         if t.kind in ("pair", "probe"):
             server, client = t.hosts
@@ -409,7 +413,8 @@ class Localizer:
                     continue
                 cables: set[tuple] = {("cable", rail, cid) for cid in self.routes.middle(rail, client, server)}
                 self._covered |= cables
-                ev = {"round": rnd, "test": t.kind, "hosts": list(t.hosts), "rail": rail, "ratio": ratio}
+                ev = {"round": rnd + self._offset, "test": t.kind, "hosts": list(t.hosts), "rail": rail,
+                      "ratio": ratio}
                 failed |= self._channel({("hca", server, rail), ("hca", client, rail)} | cables, ratio, ev)
         return failed
 
@@ -504,10 +509,15 @@ class Localizer:
                 "spine_port": spine_port, "width_speed": lk.width_speed}
 
     def unknown(self) -> dict:
-        """What the run could not judge: ``hosts`` neither cleared nor named (errors, no partner),
-        ``cables`` leaf-spine cables that no route of a finished test carried, as (rail, link id)."""
+        """What the run could not judge: ``hosts`` neither cleared nor named, and why, as ``why``: {host:
+        "errors" (its tests kept failing to run), "masked" (it ran tests below reference that a named
+        suspect explains as well, so none tells them apart) or "untested" (no test with a known-good
+        partner ran)}; ``cables`` leaf-spine cables that no route of a finished test carried, as (rail,
+        link id)."""
         named = {c[1] for c in self._explain()[0] if c[0] != "cable"}
         hosts = [h for h in self.hosts if h not in named and (h in self._unknown or not self._host_cleared(h))]
+        failed = {h for f in self._fails for h in f.ev.get("hosts", ())}
+        why = {h: "errors" if h in self._unknown else "masked" if h in failed else "untested" for h in hosts}
         cables = [(r, cid) for r in self.rails for cid in sorted(self.routes.cables(r))
                   if ("cable", r, cid) not in self._covered]
-        return {"hosts": hosts, "cables": cables}
+        return {"hosts": hosts, "why": why, "cables": cables}

@@ -131,6 +131,10 @@ def test_three_faults_are_named_and_nothing_healthy(tmp_path):
     assert {h for h, v in run.verdicts().items() if v != "pass"} == {"node02", "node06"}
     assert all(r.evidence for r in results if r.check in ("ib_pairs", "nccl_cluster"))
     assert group["rounds_total"] == len(group["rounds"]) <= 1 + 4 + 2  # quick round, log2(8)+1, cable rounds
+    for s in group["suspects"]:  # evidence quotes the run's round numbers, as the rounds table and raw/<check>/roundN
+        for e in (e for e in s["evidence"] if "round" in e):
+            ran = group["rounds"][e["round"] - 1]
+            assert e["round"] == ran["round"] and e["hosts"] in [t["hosts"] for t in ran["tests"]], (e, ran)
 
 
 def test_a_healthy_rack_passes_with_every_cable_judged(tmp_path):
@@ -156,6 +160,7 @@ def test_errors_leave_hosts_unjudged_and_the_verdict_an_error(tmp_path):
     results, record = cluster.Procedure(engine, "quick", None).run()
     localize = results[-1]
     assert localize.outcome is Outcome.ERROR and "node04" in localize.message
+    assert localize.message == "not judged: node04: their cluster tests kept failing to run"
     assert "node04" in record["groups"][0]["unknown"]["hosts"]
 
 
