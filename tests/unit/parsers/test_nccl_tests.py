@@ -48,6 +48,14 @@ def test_current_format_with_tag_output_and_wrong_counts() -> None:
     assert result["devices"][1]["name"] == "NVIDIA H100 80GB HBM3" and result["complete"] is True
 
 
+def test_a_line_mpirun_forwarded_in_two_pieces_carries_its_tag_again_and_still_parses() -> None:
+    """Open MPI tags each piece it forwards: a row and a Rank line cut mid-line (as seen under
+    Debian 12's Open MPI 4.1) parse as the uncut text does."""
+    cut = CURRENT_TAGGED.replace("33554432     float", "33554432    [1,0]<stdout>: float").replace(
+        "Pid  12345 on ", "Pid  12345[1,0]<stdout>: on ")
+    assert cut != CURRENT_TAGGED and nccl_tests.parse(cut) == nccl_tests.parse(CURRENT_TAGGED)
+
+
 def test_current_format_validation_off() -> None:
     text = CURRENT_TAGGED.replace("validation: 1", "validation: 0").replace("      0", "    N/A")
     text = text.replace("      3\n", "    N/A\n").replace("3 FAILED", "0 OK")
