@@ -170,8 +170,8 @@ def lines(text: str) -> list[str]:
 def strip_mpi_tag(line: str) -> str:
     """Drop an ``mpirun --tag-output`` prefix such as ``[1,0]<stdout>:``, and the same tag inside the
     line: Open MPI tags each piece of output it forwards, so a line that reached mpirun in two reads
-    carries its tag again where it was cut (seen with Debian 12's Open MPI 4.1 in
-    ``tests/integration/test_mpi_rack.py``: ``   268435456      67108864    [1,0]<stdout>: float  sum``).
+    carries its tag again where it was cut (seen with Debian 12's Open MPI 4.1.4 in
+    ``tests/integration/test_mpi_rack.py``: ``   268435456      67108864    [1,0]<stdout>: float     sum``).
     A tag of another rank inside the line is left: that line is two ranks' output interleaved."""
     m = _MPI_TAG.match(line)
     return line[m.end():].replace(m.group(1), "") if m else line
