@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in (("run", "install the stack, then burn in (the main job)"),
                        ("install", "run the install roles only"), ("burnin", "run the burn-in checks only")):
         c = sub.add_parser(name, help=text)
-        _inventory_options(c, required=True)
+        _inventory_options(c, required=name != "burnin")  # burnin --local may go without one
         c.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
         c.add_argument("--run-id", help="name of the run folder under runs/")
         if name != "burnin":
@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--check-set", metavar="NAME", help="the checks of the profile's check_sets.NAME "
                            "(e.g. quick, deep for nightly runs); not with --checks")
             _history_option(c)
+        if name == "burnin":
+            _local_options(c)
         if name != "burnin":
             c.add_argument("--force", action="store_true", help="install even when `provision plan` finds an error")
         c.add_argument("--shard", metavar="K/N", help="only the K-th of N disjoint shards of the GPU nodes (several "
@@ -92,6 +94,16 @@ def _report_parser(sub) -> None:
     rep.add_argument("--prometheus", action="store_true", help="also write the Prometheus textfile RUN_DIR/burnin.prom")
     rep.add_argument("--prometheus-out", metavar="FILE", help="write the Prometheus textfile there instead, "
                      "world-readable (e.g. node_exporter's textfile collector directory)")
+
+
+def _local_options(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--local", action="store_true", help="burn in this machine itself, no SSH (one Slurm task per "
+                   "node: examples/slurm/); node checks only (pair and cluster checks need a controller); the profile "
+                   "from --profile, or from -i (the host named as this machine); no history unless --history")
+    c.add_argument("--host", metavar="NAME", help="with --local: this machine's name in the report and the inventory "
+                   "(default: its hostname, socket.gethostname(); in -i also its first label)")
+    c.add_argument("--profile", metavar="NAME", help="with --local: judge against this hardware profile (no site "
+                   "variables) instead of the inventory's provision_profile")
 
 
 def _history_option(c: argparse.ArgumentParser) -> None:
@@ -164,6 +176,7 @@ def _csv(value: str | None) -> list[str] | None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "install", "burnin"):
+        local = _local(args)
         phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
         return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
                         only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
@@ -171,7 +184,8 @@ def _dispatch(args: argparse.Namespace) -> int:
                         scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"),
                         history=getattr(args, "history", None), check_set=getattr(args, "check_set", None),
                         drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False),
-                        force=getattr(args, "force", False), shard=args.shard, shard_by=args.shard_by)
+                        force=getattr(args, "force", False), shard=args.shard, shard_by=args.shard_by,
+                        local=local, host_name=getattr(args, "host", None), profile=getattr(args, "profile", None))
     if args.command in ("plan", "merge"):
         return _planning(args)
     if args.command == "evaluate":
@@ -192,6 +206,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         return core.report(args.run_dir, args.out, args.history,
                            args.prometheus_out or ("" if args.prometheus else None))
     return embedded.dispatch(args)
+
+
+def _local(args: argparse.Namespace) -> bool:
+    """Whether it is ``burnin --local``; raises ProvisionError for its options without it, or no -i without it."""
+    local = getattr(args, "local", False)
+    if not local and not args.inventory:
+        raise ProvisionError(f"{args.command}: -i/--inventory is required (or --local: the burn-in of this machine)")
+    if not local and (getattr(args, "host", None) or getattr(args, "profile", None)):
+        raise ProvisionError(f"{args.command}: --host and --profile go with --local")
+    return local
 
 
 def _planning(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from provision.checks import references
 from provision.engine import burnin as burnin_engine
 from provision.engine.control import Control, stopping_on_signals
 from provision.engine.reevaluate import reevaluate
+from provision.engine.local import LocalTransport
 from provision.engine.ssh import SshTransport
 from provision.errors import ExitStatus, ProfileError, ProvisionError
 from provision.inventory import listing
@@ -24,6 +25,7 @@ from provision.report import junit, summary
 from provision.report import html as html_report
 from provision.report import prometheus
 from provision.results.model import FABRIC, JUDGED_VARS, FailedTask, HostInstall, HostRecord, Outcome, RoleResult, Run
+from provision.results.model import Scope
 from provision.results.store import RunDir, RunStore, safe_name
 from provision.runner import ansible
 from provision.slurm import drain as slurm_drain
@@ -36,7 +38,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         schedule: str = "quick",
         history: str | None = None, check_set: str | None = None,
         drain: str | None = None, resume_passed: bool = False, force: bool = False,
-        shard: str | None = None, shard_by: str | None = None) -> ExitStatus:
+        shard: str | None = None, shard_by: str | None = None, local: bool = False, host_name: str | None = None,
+        profile: str | None = None) -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
@@ -44,30 +47,30 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     (``_remember``); ``check_set`` runs the profiles' ``check_sets[check_set]`` (``_check_set``).
     An install first runs ``provision plan`` on the inventory and refuses to start when it finds an
     error, unless ``force``. ``shard`` ("K/N") keeps that shard of the GPU nodes
-    (``provision.inventory.shard``); ``provision merge`` joins the shards' runs."""
+    (``provision.inventory.shard``); ``provision merge`` joins the shards' runs. ``local``: the burn-in
+    of this machine, no SSH (``_local``: ``host_name``, ``profile``)."""
     _drain_options(drain, resume_passed)
-    known = checks.ids()
-    if only_checks is not None and not only_checks:
-        raise ProvisionError("--checks: name at least one check")
-    unknown = sorted(set(only_checks or ()) - set(known))
-    if unknown:
-        raise ProvisionError(f"--checks: unknown check {', '.join(unknown)} (known: {', '.join(known)})")
+    _known_checks(only_checks)
     if retry_failed is not None:
         limit = _failed_installs(retry_failed, limit)
         progress(f"retry: {len(limit)} hosts whose install did not end ok in {retry_failed}: {', '.join(limit)}")
-    inventory = _gpu_inventory(inventory_args, limit, vault, progress)
-    hosts = _selected(inventory, phases, shard, shard_by, vault, limit, force, progress)
+    if local:
+        label, hosts, only_checks, scope = _local(inventory_args, host_name, profile, vault, only_checks, scope,
+                                                   (limit, shard, retry_failed, phases), progress)
+    else:
+        inventory = _gpu_inventory(inventory_args, limit, vault, progress)
+        label, hosts = inventory.label, _selected(inventory, phases, shard, shard_by, vault, limit, force, progress)
     if not hosts:  # only a shard can be empty: more shards than nodes (or racks) is a valid split
-        progress(f"shard {shard}: no GPU node of {inventory.label} falls in this shard; nothing to run, no run made")
+        progress(f"shard {shard}: no GPU node of {label} falls in this shard; nothing to run, no run made")
         return ExitStatus.OK
     slurm_nodes = slurm_drain.node_names(hosts) if drain == "slurm" else {}  # bad input: before any node is touched
     if check_set is not None:
         only_checks = _check_set(check_set, hosts, only_checks)
     rundir = RunStore(paths.RUNS).create(run_id)
-    run = Run(run_id=rundir.name, inventory=inventory.label, phases=list(phases), started=_now(),
+    run = Run(run_id=rundir.name, inventory=label, phases=list(phases), started=_now(),
               hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
                      for h in hosts})
-    progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {inventory.label}, phases {', '.join(phases)}")
+    progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {label}, phases {', '.join(phases)}")
     control = Control(progress)
     with stopping_on_signals(control):
         try:
@@ -75,9 +78,9 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
                 hosts = _install(inventory, hosts, rundir, run, tags, control)
                 rundir.save(run)
             if "burnin" in phases and hosts and not control.stop.is_set():
-                _burnin(hosts, rundir, run, only_checks, control, scope, schedule)
+                _burnin(hosts, rundir, run, only_checks, control, scope, schedule, local)
         finally:
-            if "burnin" in phases and run.results:
+            if "burnin" in phases and run.results and not (local and history is None):  # see _local
                 _remember(run, rundir, history, progress)
             run.finished = _now()
             rundir.save(run)
@@ -92,6 +95,16 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     return _status(run)
 
 
+def _known_checks(only_checks: list[str] | None) -> None:
+    """Raises ProvisionError (exit 2) when ``--checks`` names none or an unknown one."""
+    known = checks.ids()
+    if only_checks is not None and not only_checks:
+        raise ProvisionError("--checks: name at least one check")
+    unknown = sorted(set(only_checks or ()) - set(known))
+    if unknown:
+        raise ProvisionError(f"--checks: unknown check {', '.join(unknown)} (known: {', '.join(known)})")
+
+
 def _selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str | None, vault: inv.Vault, limit,
               force: bool, progress) -> list:
     """The GPU nodes the job runs on (its shard, when given), after the plan gate when it installs."""
@@ -104,6 +117,38 @@ def _selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str
     if "install" in phases and hosts:
         _plan_gate(inventory, vault, limit, force, progress)
     return hosts
+
+
+def _local(inventory_args, host_name: str | None, profile: str | None, vault: inv.Vault, only_checks,
+           scope: str, refused: tuple, progress) -> tuple[str, list, list[str] | None, str]:
+    """``burnin --local``: (label, [this machine's Host], checks, scope). Node-scope checks only: a pair or
+    cluster check needs several nodes, so one named in ``--checks`` (or ``--scope cluster``) is refused,
+    and ``provision merge`` of the nodes' runs holds node results only. No history by default: every
+    node would write one SQLite file at once, on a shared file system (give ``--history`` to have it).
+    Raises ProvisionError (exit 2) for options that select other hosts (``refused``)."""
+    from provision.inventory import local as local_host
+
+    for value, option in zip(refused, ("--limit", "--shard", "--retry-failed")):
+        if value:
+            raise ProvisionError(f"burnin --local: {option} selects other hosts; --local burns in this machine only")
+    if refused[3] != ("burnin",):
+        raise ProvisionError("--local: burn-in only (install with `provision install` from a controller)")
+    if scope == "cluster":
+        raise ProvisionError("burnin --local: --scope cluster needs several nodes; run it from a controller over SSH")
+    registry = checks.registry()
+    others = [c for c in only_checks or () if registry[c].scope is not Scope.NODE]
+    if others:
+        raise ProvisionError(f"burnin --local: {', '.join(others)} need several nodes (pair or cluster checks); "
+                             "run them from a controller over SSH")
+    sources = inv.resolve_all(inventory_args) if inventory_args else ()
+    label, host = local_host.this_host(host_name, profile, sources, vault)
+    try:
+        references.validate(profiles.for_host(str(host.profile), host.vars, host.name))
+    except ProfileError as exc:
+        raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
+    progress(f"burnin --local: {host.name} from {label}; node checks only (pair and cluster checks need a "
+             "controller: SSH)")
+    return label, [host], only_checks, "node"
 
 
 def _shard(inventory: inv.Inventory, hosts: list, shard: str, by: str, progress) -> list:
@@ -245,7 +290,7 @@ SAVE_EVERY_S = 2.0  # report.json is rewritten at most this often during a burn-
 
 
 def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scope: str = "all",
-            schedule: str = "quick") -> None:
+            schedule: str = "quick", local: bool = False) -> None:
     """Burn in ``hosts``; each result is journaled as it ends, and report.json refreshed."""
     started, saved = time.monotonic(), [0.0]
     control.progress(f"burnin: {len(hosts)} hosts")
@@ -259,7 +304,8 @@ def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scop
 
     run.results = []
     procedure: dict = {}
-    ordered = burnin_engine.run(hosts, run.hosts, rundir, SshTransport(), only_checks, control, record,
+    transport = LocalTransport() if local else SshTransport()
+    ordered = burnin_engine.run(hosts, run.hosts, rundir, transport, only_checks, control, record,
                                 scope=scope, schedule_name=schedule, cluster_out=procedure)
     run.results = ordered
     run.cluster = procedure or None
