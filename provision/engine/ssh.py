@@ -1,7 +1,9 @@
-"""The SSH transport: paramiko, one connection per host, host keys always checked.
+"""The SSH transport: paramiko following OpenSSH's rules, one connection per host, host keys always checked.
 
-Host keys are checked against the inventory's known_hosts (``provision_known_hosts_file``,
-else ``~/.ssh/known_hosts``) with paramiko's RejectPolicy. Every command is an argv list,
+Each host is reached as Ansible's ssh connection reaches it: ``sshconfig.resolve`` asks
+OpenSSH (``ssh -G``) with the options Ansible passes, and ``sshlink`` connects by those rules
+(ProxyJump through shared jump host transports, ProxyCommand, agent, certificates, strict
+host key checking on every hop, host certificates included). Every command is an argv list,
 quoted with ``shlex.join`` for the remote shell, and wrapped in coreutils ``timeout`` so a
 hung tool is killed on the node too (exit 124), not only abandoned here; the wrapper prints
 its PID first on stderr (removed from the result), so an interrupted run stops its tools.
@@ -10,46 +12,40 @@ from __future__ import annotations
 
 import shlex
 import time
-from pathlib import Path
 
 import paramiko
 
+from provision.engine import sshconfig
+from provision.engine.sshlink import CONNECT_TIMEOUT_S, Links, Refused
 from provision.engine.transport import CommandResult
 from provision.errors import CommandError
 
-CONNECT_TIMEOUT_S = 15.0
 GRACE_S = 5.0  # time past the command's timeout before the channel itself is abandoned
 POLL_S = 0.01
 PID_MARK = "provision-pid "  # the first stderr line of every command: the PID of its timeout wrapper
 
 
 class SshTransport:
-    """Opens ``SshConnection``s."""
+    """Opens ``SshConnection``s; the connections of one transport share their jump host transports."""
+
+    def __init__(self) -> None:
+        self.links = Links()
 
     def connect(self, host) -> "SshConnection":
-        return SshConnection(host)
+        return SshConnection(host, self.links)
 
 
 class SshConnection:
-    """An SSH connection to one host. Raises CommandError when it cannot be made."""
+    """An SSH connection to one host. Raises CommandError naming the host, the hop and what was refused."""
 
-    def __init__(self, host):
+    def __init__(self, host, links: Links | None = None):
         self.host = host
-        self.client = paramiko.SSHClient()
-        known = host.known_hosts_file or str(Path.home() / ".ssh" / "known_hosts")
+        self.target = sshconfig.resolve(host)
         try:
-            self.client.load_host_keys(known)
-        except OSError as exc:
-            raise CommandError(f"host {host.name}: cannot read known_hosts {known}: {exc.strerror}") from None
-        except paramiko.SSHException as exc:
-            raise CommandError(f"host {host.name}: known_hosts {known} is not a known_hosts file: {exc}") from None
-        self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        try:
-            self.client.connect(host.address, port=host.port, username=host.user, key_filename=host.key_file,
-                                timeout=CONNECT_TIMEOUT_S, allow_agent=False, look_for_keys=host.key_file is None)
-        except (paramiko.SSHException, OSError) as exc:
-            self.client.close()
-            raise CommandError(f"host {host.name} ({host.address}): SSH failed: {exc}") from None
+            self.link = (links or Links()).open(self.target)
+        except Refused as exc:
+            text = str(exc)
+            raise CommandError(f"host {host.name}{' ' if text.startswith('(') else ': '}{text}") from None
 
     def run(self, argv: list[str], timeout_s: float) -> CommandResult:
         return self.start(argv, timeout_s).wait()
@@ -60,8 +56,8 @@ class SshConnection:
         wrapped = ["sh", "-c", f'echo "{PID_MARK}$$" >&2; exec timeout --kill-after=5 {max(1, int(timeout_s))} "$@"',
                    "provision", *argv]
         try:
-            transport = self.client.get_transport()
-            if transport is None or not transport.is_active():
+            transport = self.link.transport
+            if not transport.is_active():
                 raise paramiko.SSHException("the connection was closed")
             channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
             channel.settimeout(timeout_s + GRACE_S)
@@ -71,7 +67,7 @@ class SshConnection:
         return SshProcess(self, channel, argv, timeout_s)
 
     def close(self) -> None:
-        self.client.close()
+        self.link.close()
 
 
 class SshProcess:

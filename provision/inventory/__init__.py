@@ -25,7 +25,9 @@ from provision.errors import InventoryError
 class Host:
     """One node: ``address`` is what SSH connects to (``ansible_host``, else the name);
     ``profile`` the hardware profile name, None when the host is not a GPU node;
-    ``groups`` its Ansible groups (parents included, ``all`` left out)."""
+    ``groups`` its Ansible groups (parents included, ``all`` left out); ``ssh_options`` the
+    options Ansible's ssh connection gives ``ssh`` before ``address`` (``sshargs.py``): the
+    burn-in resolves them with OpenSSH (``provision.engine.sshconfig``)."""
 
     name: str
     address: str
@@ -35,6 +37,7 @@ class Host:
     known_hosts_file: str | None
     profile: str | None
     groups: tuple[str, ...] = ()
+    ssh_options: tuple[str, ...] = ()
     vars: dict = field(repr=False, hash=False, compare=False, default_factory=dict)
 
 

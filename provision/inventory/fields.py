@@ -23,7 +23,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from provision import profiles
 from provision.errors import ProfileError
-from provision.inventory import Host, Problem
+from provision.inventory import Host, Problem, sshargs
 from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
 
 ADDRESS = ("ansible_host", "ansible_ssh_host")
@@ -96,7 +96,19 @@ def build(session: Session, ansible_host) -> Host:
     groups = tuple(sorted(g.name for g in ansible_host.get_groups() if g.name != "all"))
     return Host(name=name, address=address, port=int(port), user=str(f.get(USER, "root")[1]),
                 key_file=f.get(KEY_FILE)[1], known_hosts_file=f.get(("provision_known_hosts_file",))[1],
-                profile=profile, groups=groups, vars=host_vars)
+                profile=profile, groups=groups, ssh_options=_ssh_options(f), vars=host_vars)
+
+
+def _ssh_options(f: Fields) -> tuple[str, ...]:
+    """What Ansible's ssh connection passes to ssh for this host (``sshargs.py``)."""
+    values = {n: f.get((n,))[1] for n in sshargs.variable_names() if n in f.vars}
+    try:
+        return sshargs.options(values)
+    except ValueError as exc:  # shlex: an unbalanced quote in ssh args
+        field = next((n for n in SSH_ARGS if n in values), SSH_ARGS[0])
+        raise f.problem(field, f"field '{field}' cannot be split into ssh arguments: {exc}") from None
+    except AnsibleError as exc:
+        raise f.problem(next(iter(values), "ansible_ssh_args"), f"ssh connection options: {one_line(exc)}") from None
 
 
 def plain(value):

@@ -1,0 +1,191 @@
+"""Where and how OpenSSH would connect to a host, asked of OpenSSH itself: ``ssh -G``.
+
+``resolve(host) -> Target`` runs ``ssh -G <options> <address>`` with the options Ansible's ssh
+connection passes (``Host.ssh_options``, built by ``provision.inventory.sshargs``) and reads
+what OpenSSH would use: HostName, Port, User, IdentityFile(s), CertificateFile(s),
+UserKnownHostsFile(s) then GlobalKnownHostsFile(s), HostKeyAlias, IdentityAgent,
+IdentitiesOnly, ProxyCommand and ProxyJump. ssh_config files are found and matched by OpenSSH
+(``-F FILE``, else ``~/.ssh/config`` of the running user and ``/etc/ssh/ssh_config``; Host and
+Match blocks; first value wins), so no rule here is ours. ``ssh -G`` prints IdentityFile,
+CertificateFile, IdentityAgent and ProxyCommand unexpanded: their ``~`` and ``%`` tokens are
+expanded here as ssh_config(5) TOKENS says.
+
+A ProxyJump ``a,b`` is resolved as OpenSSH's ssh.c builds its ProxyCommand for it: the last hop
+``b`` is ``ssh [-l user] [-p port] [-J a] [-F FILE] b`` (the ``-F`` of the node's own command
+line, no other option), recursively, so each hop gets its own ssh_config lookup and its own
+ProxyJump. Each distinct question is asked once per process (1,250 nodes behind one bastion
+resolve the bastion once). ``provision_known_hosts_file``, when set, is checked after the files
+OpenSSH names (the simulated rack also passes it to Ansible as UserKnownHostsFile).
+Raises CommandError naming the host.
+"""
+from __future__ import annotations
+
+import functools
+import getpass
+import os
+import re
+import socket
+import subprocess
+from dataclasses import dataclass
+
+from provision.errors import CommandError
+
+SSH = "ssh"
+SSH_G_TIMEOUT_S = 30.0  # ssh -G reads files only (and runs Match exec commands)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One SSH endpoint as OpenSSH resolves it: ``name`` is the host argument given to ssh
+    (inventory address, alias or jump host spec), ``via`` the last jump host before it (its own
+    ``via`` the one before), ``identity_agent`` the agent's socket path (None: no agent)."""
+
+    name: str
+    hostname: str
+    port: int
+    user: str
+    identity_files: tuple[str, ...]
+    certificate_files: tuple[str, ...]
+    known_hosts_files: tuple[str, ...]
+    host_key_alias: str | None
+    identity_agent: str | None
+    identities_only: bool
+    proxy_command: str | None
+    via: Target | None
+
+    @property
+    def label(self) -> str:
+        """``name (hostname:port)``, as refusals name a hop."""
+        return f"{self.name} ({self.hostname}:{self.port})"
+
+    @property
+    def key_name(self) -> str:
+        """The name its host key is looked up under in known_hosts (HostKeyAlias, else hostname;
+        ``[host]:port`` off port 22, per sshd(8) SSH_KNOWN_HOSTS FILE FORMAT)."""
+        if self.host_key_alias:
+            return self.host_key_alias
+        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    @property
+    def principal(self) -> str:
+        """The name a host certificate must list (OpenSSH: HostKeyAlias, else the hostname)."""
+        return self.host_key_alias or self.hostname
+
+    def chain(self) -> list[Target]:
+        """Its jump hosts, the first one reached first."""
+        hops: list[Target] = []
+        hop = self.via
+        while hop is not None:
+            hops.insert(0, hop)
+            hop = hop.via
+        return hops
+
+
+def resolve(host) -> Target:
+    """What OpenSSH would use to reach ``host`` (a ``provision.inventory.Host``). Raises CommandError."""
+    options = host.ssh_options or _plain_options(host)
+    extra = (os.path.abspath(os.path.expanduser(host.known_hosts_file)),) if host.known_hosts_file else ()
+    try:
+        return _resolve(tuple(options), host.address, extra)
+    except CommandError as exc:
+        raise CommandError(f"host {host.name}: {exc}") from None
+
+
+def _plain_options(host) -> list[str]:
+    """A Host built without inventory options (tests, tools): its port, user and key as Ansible passes them."""
+    key = ["-o", f'IdentityFile="{host.key_file}"'] if host.key_file else []
+    return ["-o", f"Port={host.port}", *key, "-o", f'User="{host.user}"']
+
+
+@functools.lru_cache(maxsize=8192)
+def _resolve(options: tuple[str, ...], name: str, extra_known: tuple[str, ...]) -> Target:
+    values = ask(options, name)
+    first = {k: v[0] for k, v in values.items()}
+    hostname, port, user = first["hostname"], int(first["port"]), first["user"]
+    tokens = {"%": "%", "d": os.path.expanduser("~"), "u": getpass.getuser(), "h": hostname, "p": str(port),
+              "r": user, "n": name, "l": socket.gethostname().split(".")[0], "L": socket.gethostname(),
+              "i": str(os.getuid())}
+    known = tuple(_expand(f, tokens) for k in ("userknownhostsfile", "globalknownhostsfile")
+                  for line in values.get(k, ()) for f in line.split())
+    jump, command = first.get("proxyjump"), first.get("proxycommand")
+    return Target(
+        name=name, hostname=hostname, port=port, user=user,
+        identity_files=tuple(_expand(f, tokens) for f in values.get("identityfile", ())),
+        certificate_files=tuple(_expand(f, tokens) for f in values.get("certificatefile", ())),
+        known_hosts_files=known + tuple(f for f in extra_known if f not in known),
+        host_key_alias=first.get("hostkeyalias"),
+        identity_agent=_agent(first.get("identityagent"), tokens),
+        identities_only=first.get("identitiesonly") == "yes",
+        proxy_command=_expand(command, tokens) if command and command != "none" else None,
+        via=_jump(jump, options, extra_known) if jump and jump != "none" else None)
+
+
+def ask(options: tuple[str, ...] | list[str], name: str) -> dict[str, list[str]]:
+    """``ssh -G`` as {option (lowercase): [values, in order]}. Raises CommandError."""
+    argv = [SSH, "-G", *options, "--", name]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=SSH_G_TIMEOUT_S, check=False)
+    except FileNotFoundError:
+        raise CommandError("ssh (OpenSSH's client, Debian package openssh-client) is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise CommandError(f"ssh -G {name}: no answer in {SSH_G_TIMEOUT_S:.0f} s (a Match exec that hangs?)") from None
+    if done.returncode != 0:
+        said = [line for line in done.stderr.splitlines() if "Pseudo-terminal" not in line]
+        raise CommandError(f"OpenSSH cannot resolve {name} with {' '.join(options) or 'no options'}: "
+                           f"{(said or ['ssh -G failed'])[-1].strip()}")
+    values: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        values.setdefault(key.lower(), []).append(value)
+    return values
+
+
+def _jump(spec: str, options: tuple[str, ...], extra_known: tuple[str, ...]) -> Target:
+    """The last hop of a ProxyJump list, resolved as ssh.c resolves it (see the module's docstring)."""
+    *before, last = spec.split(",")
+    user, host, port = parse_hop(last)
+    config = config_file(options)
+    argv = [*(["-l", user] if user else []), *(["-p", port] if port else []),
+            *(["-J", ",".join(before)] if before else []), *(["-F", config] if config else [])]
+    return _resolve(tuple(argv), host, extra_known)
+
+
+def parse_hop(spec: str) -> tuple[str | None, str, str | None]:
+    """``[user@]host[:port]`` or ``ssh://[user@]host[:port]`` (ssh(1) -J) as (user, host, port)."""
+    spec = spec.strip().removeprefix("ssh://")
+    user, _, rest = spec.rpartition("@")
+    match = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?|([^:]+)(?::(\d+))?", rest)
+    if not match:
+        raise CommandError(f"ProxyJump {spec!r} is not [user@]host[:port]")
+    host, port = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    return user or None, host, port
+
+
+def config_file(options: tuple[str, ...] | list[str]) -> str | None:
+    """The ``-F FILE`` among ssh options (the last one, as ssh.c keeps it)."""
+    found = None
+    for i, arg in enumerate(options):
+        if arg == "-F" and i + 1 < len(options):
+            found = options[i + 1]
+        elif arg.startswith("-F") and len(arg) > 2:
+            found = arg[2:]
+    return found
+
+
+def _agent(value: str | None, tokens: dict[str, str]) -> str | None:
+    """IdentityAgent (ssh_config(5)): unset or SSH_AUTH_SOCK -> $SSH_AUTH_SOCK; none -> no agent;
+    ``$VAR`` -> that variable; else a path."""
+    if value is None or value == "SSH_AUTH_SOCK":
+        return os.environ.get("SSH_AUTH_SOCK") or None
+    if value == "none":
+        return None
+    if value.startswith("$"):
+        return os.environ.get(value[1:]) or None
+    return _expand(value, tokens)
+
+
+def _expand(text: str, tokens: dict[str, str]) -> str:
+    """``~`` and the ``%`` tokens of ssh_config(5) TOKENS that name paths and hosts."""
+    text = os.path.expanduser(text) if text.startswith("~") else text
+    return re.sub(r"%(.)", lambda m: tokens.get(m.group(1), m.group(0)), text)

@@ -1,0 +1,282 @@
+"""Authenticated paramiko transports to resolved ``Target``s, through their jump hosts.
+
+``Links.open(target) -> Link`` reaches ``target`` as OpenSSH would (``sshconfig.py``): over its
+ProxyCommand (``paramiko.ProxyCommand``, run by ``/bin/sh -c exec ...`` as ssh runs it), else
+over a ``direct-tcpip`` channel of its last jump host's transport (chained for several hops),
+else over TCP. Every transport's host key is checked strictly against the target's own
+known_hosts files (``knownhosts.py``), the jump hosts' too, and it logs in with public keys:
+IdentityFile(s) with their certificates (CertificateFile, else ``<key>-cert.pub``), then the
+agent's keys unless IdentitiesOnly (the agent is ``IdentityAgent``/``SSH_AUTH_SOCK``).
+
+Jump host transports are shared: a node's link leases a channel on one, a transport serves at
+most ``CHANNELS_PER_JUMP`` nodes, and the last lease to end closes it. Concurrent nodes behind a
+hop wait for one attempt to reach it, not one each, and share its failure. A refusal
+(``Refused``) names the hop and what was refused.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+import paramiko
+from paramiko.agent import AgentSSH
+from paramiko.pkey import PublicBlob
+
+from provision.engine import knownhosts
+from provision.engine.sshconfig import Target
+
+CONNECT_TIMEOUT_S = 15.0
+# Nodes per jump host transport. sshd's MaxSessions (default 10, sshd_config(5)) counts session
+# channels only; a direct-tcpip channel is no session, so it does not bound this. What does:
+# each transport is one paramiko thread doing the crypto of every node behind it, and every
+# new transport is an unauthenticated start-up against MaxStartups (default 10:30:100). 32 keeps
+# 1,250 nodes to 40 bastion connections, opened one after another.
+CHANNELS_PER_JUMP = 32
+
+
+class Refused(Exception):
+    """A hop could not be reached, was not trusted or did not let us in; the text says which and why."""
+
+
+class _Transport(paramiko.Transport):
+    """A client transport that asks first for the host key types known_hosts vouches for."""
+
+    host_key_first: tuple[str, ...] = ()
+
+    @property
+    def preferred_keys(self):
+        keys = super().preferred_keys
+        first = tuple(k for k in self.host_key_first if k in keys)
+        return first + tuple(k for k in keys if k not in first)
+
+
+@dataclass
+class Link:
+    """An authenticated transport; ``lease`` the jump host channel it rides on, if any."""
+
+    transport: paramiko.Transport
+    lease: _Lease | None = None
+
+    def close(self) -> None:
+        self.transport.close()
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
+
+
+@dataclass
+class _Shared:
+    link: Link
+    users: int = 1
+
+
+@dataclass
+class _Lease:
+    links: Links
+    shared: _Shared
+    channel: paramiko.Channel
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.channel.close()
+            self.links.release(self.shared)
+
+
+class Links:
+    """Opens links; keeps jump host transports shared (see the module's docstring)."""
+
+    def __init__(self, per_jump: int = CHANNELS_PER_JUMP):
+        self.per_jump = per_jump
+        self._lock = threading.Lock()
+        self._shared: dict[Target, list[_Shared]] = {}
+        self._opening: dict[Target, threading.Lock] = {}
+        self._failed: dict[Target, tuple[float, str]] = {}
+
+    def open(self, target: Target) -> Link:
+        """An authenticated transport to ``target``. Raises Refused (text without the host's name)."""
+        sock, lease = self._socket(target)
+        try:
+            return Link(_handshake(target, sock), lease)
+        except Refused as exc:
+            if lease is not None:
+                lease.release()
+            via = f" via {', '.join(h.label for h in target.chain())}" if target.via else ""
+            raise Refused(f"({target.hostname}:{target.port}){via}: {exc}") from None
+
+    def _socket(self, target: Target):
+        if target.proxy_command:
+            try:
+                return paramiko.ProxyCommand(shlex.join(["/bin/sh", "-c", f"exec {target.proxy_command}"])), None
+            except (paramiko.SSHException, OSError) as exc:
+                raise Refused(f"({target.hostname}:{target.port}): ProxyCommand failed: {exc}") from None
+        if target.via is not None:
+            lease = self._lease(target.via, target.hostname, target.port)
+            return lease.channel, lease
+        try:
+            return socket.create_connection((target.hostname, target.port), timeout=CONNECT_TIMEOUT_S), None
+        except OSError as exc:
+            raise Refused(f"({target.hostname}:{target.port}): cannot connect: {exc.strerror or exc}") from None
+
+    def _lease(self, hop: Target, hostname: str, port: int) -> _Lease:
+        shared = self._jump(hop)
+        try:
+            channel = shared.link.transport.open_channel("direct-tcpip", (hostname, port), ("127.0.0.1", 0),
+                                                         timeout=CONNECT_TIMEOUT_S)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self.release(shared)
+            raise Refused(f"({hostname}:{port}) via {hop.label}: the jump host could not open a channel to it: "
+                          f"{exc or type(exc).__name__}") from None
+        return _Lease(self, shared, channel)
+
+    def _jump(self, hop: Target) -> _Shared:
+        """A transport to ``hop`` with room for one more node: shared, else opened (by one thread at a time)."""
+        asked = time.monotonic()
+        with self._lock:
+            opening = self._opening.setdefault(hop, threading.Lock())
+        with opening:
+            with self._lock:
+                for shared in self._shared.get(hop, []):
+                    if shared.users < self.per_jump and shared.link.transport.is_active():
+                        shared.users += 1
+                        return shared
+                failed = self._failed.get(hop)
+                if failed and failed[0] >= asked:  # another node asked at the same time: its answer stands
+                    raise Refused(failed[1])
+            try:
+                link = self.open(hop)
+            except Refused as exc:
+                text = f"jump host {hop.name} {exc}"
+                with self._lock:
+                    self._failed[hop] = (time.monotonic(), text)
+                raise Refused(text) from None
+            shared = _Shared(link)
+            with self._lock:
+                self._shared.setdefault(hop, []).append(shared)
+            return shared
+
+    def release(self, shared: _Shared) -> None:
+        """One node less on a jump host transport; the last one closes it."""
+        with self._lock:
+            shared.users -= 1
+            if shared.users > 0:
+                return
+            for same in self._shared.values():
+                if shared in same:
+                    same.remove(shared)
+        shared.link.close()
+
+
+def _handshake(target: Target, sock) -> paramiko.Transport:
+    transport = _Transport(sock)
+    transport.host_key_first = knownhosts.preferred_types(target.key_name, target.known_hosts_files)
+    try:
+        transport.start_client(timeout=CONNECT_TIMEOUT_S)
+        knownhosts.check(transport.get_remote_server_key(), target.key_name, target.principal,
+                         target.known_hosts_files)
+        _authenticate(transport, target)
+    except knownhosts.HostKeyRefused as exc:
+        transport.close()
+        raise Refused(str(exc)) from None
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        transport.close()
+        raise Refused(f"SSH failed: {exc or type(exc).__name__}") from None
+    except Refused:
+        transport.close()
+        raise
+    return transport
+
+
+def _authenticate(transport: paramiko.Transport, target: Target) -> None:
+    agent = _agent(target.identity_agent)
+    tried = []
+    try:
+        for label, key in _keys(target, agent.get_keys() if agent else ()):
+            try:
+                transport.auth_publickey(target.user, key)
+            except paramiko.AuthenticationException:
+                tried.append(label)
+                continue
+            if transport.is_authenticated():
+                return
+    finally:
+        if agent is not None:
+            agent.close()
+    files = ", ".join(target.identity_files) or "none"
+    raise Refused(f"authentication as {target.user} refused (tried: {', '.join(tried) or 'no key'}; "
+                  f"identity files: {files}; agent: {target.identity_agent or 'none'})")
+
+
+def _keys(target: Target, agent_keys):
+    """(label, key) in OpenSSH's order: identity files (certificate first, then the plain key; the
+    agent's copy of a key whose file is absent but whose .pub is there), then the agent's keys."""
+    by_blob = {k.asbytes(): k for k in agent_keys}
+    used = set()
+    for path in target.identity_files:
+        key = _load(path)
+        if key is not None:
+            yield from _certified(path, target.certificate_files)
+            used.add(key.asbytes())
+            yield path, key
+            continue
+        blob = _public_blob(f"{path}.pub")
+        if blob in by_blob:
+            used.add(blob)
+            yield f"{path} (agent)", by_blob[blob]
+    if not target.identities_only:
+        for blob, key in by_blob.items():
+            if blob not in used:
+                yield f"agent key {key.get_name()} {key.fingerprint}", key
+
+
+def _certified(path: str, certificate_files: tuple[str, ...]):
+    """The key at ``path`` with each certificate that matches it (CertificateFile, ``<key>-cert.pub``)."""
+    for cert in (*certificate_files, f"{path}-cert.pub"):
+        key = _load(path)
+        try:
+            if key is not None and os.path.exists(cert):
+                key.load_certificate(cert)
+                yield f"{path} with {cert}", key
+        except (ValueError, OSError, paramiko.SSHException):
+            pass  # a certificate of another key
+
+
+def _public_blob(path: str) -> bytes | None:
+    try:
+        return PublicBlob.from_file(path).key_blob if os.path.isfile(path) else None
+    except (ValueError, OSError):
+        return None
+
+
+def _load(path: str):
+    if not os.path.isfile(path):
+        return None
+    try:
+        return paramiko.PKey.from_path(path)
+    except (paramiko.SSHException, ValueError, OSError):
+        return None  # unreadable, passphrase-protected or not a key: OpenSSH in batch mode skips it too
+
+
+class _SocketAgent(paramiko.Agent):
+    """An ssh-agent at a given socket path (paramiko's Agent reads only $SSH_AUTH_SOCK)."""
+
+    def __init__(self, path: str):
+        AgentSSH.__init__(self)  # not Agent's own, which connects to $SSH_AUTH_SOCK
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.connect(path)
+        self._connect(sock)  # type: ignore[attr-defined]
+
+
+def _agent(path: str | None) -> paramiko.Agent | None:
+    if not path:
+        return None
+    try:
+        return _SocketAgent(path)
+    except (OSError, paramiko.SSHException):
+        return None  # OpenSSH goes on without an agent it cannot reach
