@@ -131,9 +131,9 @@ def ask(options: tuple[str, ...] | list[str], name: str) -> dict[str, list[str]]
     except subprocess.TimeoutExpired:
         raise CommandError(f"ssh -G {name}: no answer in {SSH_G_TIMEOUT_S:.0f} s (a Match exec that hangs?)") from None
     if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if "Pseudo-terminal" not in line]
+        said = "; ".join(s.strip() for s in done.stderr.splitlines() if "Pseudo-terminal" not in s)
         raise CommandError(f"OpenSSH cannot resolve {name} with {' '.join(options) or 'no options'}: "
-                           f"{(said or ['ssh -G failed'])[-1].strip()}")
+                           f"{said[:400] or 'ssh -G failed'}")
     values: dict[str, list[str]] = {}
     for line in done.stdout.splitlines():
         key, _, value = line.partition(" ")
