@@ -9,6 +9,7 @@ import yaml
 
 from provision import inventory
 from provision.engine import sshconfig
+from provision.errors import CommandError
 from provision.inventory import sshargs
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's client (openssh-client)")
@@ -50,7 +51,8 @@ CASES = {
     "node04": ({"ansible_host": "127.0.1.10", "ansible_user": "root"}, ("127.0.1.10", 22, "root", None, [])),
     "port_wins": ({"ansible_host": "n3.lab", "ansible_port": 2300, "ansible_user": "root"},
                   ("127.0.1.9", 2300, "root", None, [])),
-    "two_hops": ({"ansible_host": "127.0.1.12", "ansible_user": "root", "ansible_ssh_extra_args": "-J jim@hop1:2201,hop2"},
+    "two_hops": ({"ansible_host": "127.0.1.12", "ansible_user": "root",
+                  "ansible_ssh_extra_args": "-J jim@hop1:2201,hop2"},
                  ("127.0.1.12", 22, "root", None, ["jim@hop1:2201", "hopper@127.0.3.2:22"])),
     "nested_jump": ({"ansible_host": "127.0.1.13", "ansible_user": "root",
                      "ansible_ssh_extra_args": "-o ProxyJump=bast"},
@@ -58,7 +60,8 @@ CASES = {
     "options": ({"ansible_host": "127.0.1.14", "ansible_ssh_extra_args":
                  "-o IdentityFile=/keys/a -i /keys/b -o User=carl -p 2022 -o CertificateFile=/keys/c"},
                 ("127.0.1.14", 2022, "carl", "/keys/a", [])),
-    "matched": ({"ansible_host": "127.0.1.11", "ansible_user": "root"}, ("127.0.1.11", 22, "root", "/keys/matched", [])),
+    "matched": ({"ansible_host": "127.0.1.11", "ansible_user": "root"},
+                ("127.0.1.11", 22, "root", "/keys/matched", [])),
 }
 
 
@@ -143,7 +146,8 @@ def test_a_broken_config_is_one_line_naming_the_host(tmp_path):
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"n1": {
         "ansible_ssh_common_args": f"-F {tmp_path / 'bad'}"}}}}))
     host = inventory.load(tmp_path / "hosts.yml").hosts[0]
-    with pytest.raises(Exception, match=r"(?i)host n1: OpenSSH cannot resolve n1 .*line 2: Bad configuration option: nosuchoption"):
+    with pytest.raises(CommandError, match=r"(?i)host n1: OpenSSH cannot resolve n1 .*line 2: Bad configuration "
+                                           r"option: nosuchoption"):
         sshconfig.resolve(host)
 
 

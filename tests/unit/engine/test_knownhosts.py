@@ -1,0 +1,110 @@
+"""known_hosts as OpenSSH reads it: host patterns, hashed names, @revoked, and OpenSSH host
+certificates made by ssh-keygen (a CA, ``-h``, principals, validity) checked on paramiko's primitives."""
+import base64
+import hashlib
+import hmac
+import shutil
+import subprocess
+
+import paramiko
+import pytest
+
+from provision.engine import knownhosts
+from provision.engine.knownhosts import HostKeyRefused
+
+pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (openssh-client)")
+
+
+def _keygen(path, *args):
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path), *args], check=True)
+    return path
+
+
+def _sign(ca, key, *args):
+    subprocess.run(["ssh-keygen", "-q", "-s", str(ca), "-I", "node-cert", *args, f"{key}.pub"], check=True,
+                   capture_output=True)
+    host_key = paramiko.PKey.from_path(key)
+    host_key.load_certificate(f"{key}-cert.pub")
+    return host_key
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    d = tmp_path_factory.mktemp("keys")
+    return {n: _keygen(d / n) for n in ("ca", "other_ca", "host", "changed")}
+
+
+def _pub(path):
+    return (path.parent / f"{path.name}.pub").read_text().split()[:2]
+
+
+def _known(tmp_path, *lines):
+    f = tmp_path / "known_hosts"
+    f.write_text("\n".join(lines) + "\n")
+    return (str(f),)
+
+
+def test_plain_key_accepted_changed_key_refused_naming_the_line(tmp_path, keys):
+    files = _known(tmp_path, "node01,127.0.1.1 " + " ".join(_pub(keys["host"])))
+    knownhosts.check(paramiko.PKey.from_path(keys["host"]), "127.0.1.1", "127.0.1.1", files)
+    with pytest.raises(HostKeyRefused, match=r"host key for 127.0.1.1 does not match known_hosts \(.*known_hosts:1\)"):
+        knownhosts.check(paramiko.PKey.from_path(keys["changed"]), "127.0.1.1", "127.0.1.1", files)
+    with pytest.raises(HostKeyRefused, match=r"no ssh-ed25519 host key for 127.0.1.2 in known_hosts"):
+        knownhosts.check(paramiko.PKey.from_path(keys["host"]), "127.0.1.2", "127.0.1.2", files)
+
+
+def test_revoked_key_refused(tmp_path, keys):
+    t, b64 = _pub(keys["host"])
+    files = _known(tmp_path, f"127.0.1.1 {t} {b64}", f"@revoked * {t} {b64}")
+    with pytest.raises(HostKeyRefused, match="revoked"):
+        knownhosts.check(paramiko.PKey.from_path(keys["host"]), "127.0.1.1", "127.0.1.1", files)
+
+
+@pytest.mark.parametrize("patterns, name, found", [
+    ("node*,!node13", "node12", True), ("node*,!node13", "node13", False),
+    ("[127.0.1.5]:2222", "[127.0.1.5]:2222", True),
+    ("127.0.1.5", "[127.0.1.5]:2222", False), ("NODE0?", "node07", True), ("*.lab", "x.lab.evil", False)])
+def test_patterns(patterns, name, found):
+    assert knownhosts.matches(patterns, name) is found
+
+
+def test_hashed_name():
+    salt = b"0123456789abcdef0123"
+    digest = hmac.new(salt, b"127.0.1.1", hashlib.sha1).digest()
+    hashed = f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+    assert knownhosts.matches(hashed, "127.0.1.1") and not knownhosts.matches(hashed, "127.0.1.2")
+
+
+def test_host_certificate(tmp_path, keys):
+    """Accepted only as OpenSSH's check_host_cert accepts it; the plain host key is in no line."""
+    files = _known(tmp_path, "@cert-authority 127.0.1.* " + " ".join(_pub(keys["ca"])))
+    good = _sign(keys["ca"], keys["host"], "-h", "-n", "node01,127.0.1.1")
+    assert knownhosts.preferred_types("127.0.1.1", files)[0] == "ssh-ed25519-cert-v01@openssh.com"
+    knownhosts.check(good, "127.0.1.1", "127.0.1.1", files)
+    with pytest.raises(HostKeyRefused, match=r"does not name 127.0.1.9 \(principals: node01, 127.0.1.1\)"):
+        knownhosts.check(good, "127.0.1.9", "127.0.1.9", files)
+    refusals = {"is not valid now": ("-h", "-n", "127.0.1.1", "-V", "20200101:20200102"),
+                "a user certificate": ("-n", "127.0.1.1"),
+                "critical options": ("-h", "-n", "127.0.1.1", "-O", "force-command=/bin/true")}
+    for why, args in refusals.items():
+        with pytest.raises(HostKeyRefused, match=why):
+            knownhosts.check(_sign(keys["ca"], keys["host"], *args), "127.0.1.1", "127.0.1.1", files)
+    with pytest.raises(HostKeyRefused, match="signed by a CA that no @cert-authority line"):
+        other = _sign(keys["other_ca"], keys["host"], "-h", "-n", "127.0.1.1")
+        knownhosts.check(other, "127.0.1.1", "127.0.1.1", files)
+
+
+def test_forged_certificate_signature_refused(tmp_path, keys):
+    files = _known(tmp_path, "@cert-authority * " + " ".join(_pub(keys["ca"])))
+    cert = _sign(keys["ca"], keys["host"], "-h", "-n", "127.0.1.1")
+    blob = bytearray(cert.public_blob.key_blob)
+    blob[-5] ^= 1  # inside the CA's signature
+    with pytest.raises(HostKeyRefused, match="signature does not verify|cannot verify"):
+        knownhosts._check_cert(cert.public_blob.key_type, bytes(blob), "127.0.1.1", "127.0.1.1",
+                               [e for e in knownhosts.load(files)], knownhosts.load(files))
+
+
+def test_certificate_without_a_ca_line_falls_back_to_the_plain_key(tmp_path, keys):
+    """OpenSSH retries a certificate no CA vouches for as its plain key."""
+    cert = _sign(keys["ca"], keys["host"], "-h", "-n", "127.0.1.1")
+    knownhosts.check(cert, "127.0.1.1", "127.0.1.1", _known(tmp_path, "127.0.1.1 " + " ".join(_pub(keys["host"]))))
