@@ -135,6 +135,8 @@ class Forward:
                 threading.Thread(target=_pump, args=(a, b), daemon=True).start()
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread; close() alone would not
         self.listener.close()
         for s in self.open:
             with contextlib.suppress(OSError):
