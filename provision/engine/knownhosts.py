@@ -142,7 +142,8 @@ def check(key: paramiko.PKey, name: str, principal: str, files: tuple[str, ...])
     if same:
         raise HostKeyRefused(f"host key for {name} does not match known_hosts ({', '.join(same)}): "
                              f"{plain_type} {key.fingerprint}")
-    raise HostKeyRefused(f"no {plain_type} host key for {name} in known_hosts ({where}) and no CA for it; "
+    ca_note = "; a CA is trusted for it but the host presented no certificate" if cas else ""
+    raise HostKeyRefused(f"no {plain_type} host key for {name} in known_hosts ({where}){ca_note}; "
                          f"the host offered {plain_type} {key.fingerprint}")
 
 

@@ -136,7 +136,7 @@ class Forward:
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread; close() alone would not
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(); close() alone does not
         self.listener.close()
         for s in self.open:
             with contextlib.suppress(OSError):
