@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from provision.engine import sshconfig  # noqa: E402
 from provision.engine.ssh import SshTransport  # noqa: E402
+from provision.errors import CommandError  # noqa: E402
 from provision.inventory import Host  # noqa: E402
 from provision.sim import rack  # noqa: E402
 
@@ -41,10 +42,11 @@ def cpu_s() -> float:
 def phase(name: str, nodes: int, work, threads: int) -> None:
     wall0, cpu0 = time.monotonic(), cpu_s()
     with ThreadPoolExecutor(threads) as pool:
-        extra = list(pool.map(work, range(nodes)))
+        said = [s for s in pool.map(work, range(nodes)) if isinstance(s, str)]
     wall, cpu = time.monotonic() - wall0, cpu_s() - cpu0
+    failed = [s for s in said if s.startswith("failed")]
     print(f"{name:12s} {nodes:5d} nodes  wall {wall:6.2f} s  CPU {cpu / nodes * 1000:6.1f} ms/node  "
-          f"{extra[-1] if extra and isinstance(extra[-1], str) else ''}")
+          f"{len(failed)} failed {failed[:1]}; " + "; ".join(sorted(set(s for s in said if s not in failed))))
 
 
 def main() -> None:
@@ -85,11 +87,14 @@ def run(folder: Path, tmp: Path, args) -> None:
         transport = SshTransport()
 
         def connect(i: int, transport=transport, jump=jump) -> str:
-            conn = transport.connect(host(i, *jump))
-            assert conn.run(["true"], 30).rc == 0
+            try:
+                conn = transport.connect(host(i, *jump))
+                rc = conn.run(["true"], 30).rc
+            except CommandError as exc:
+                return f"failed: {exc}"
             opened = sum(len(v) for v in transport.links._shared.values())
             conn.close()
-            return f"bastion transports open at the end: {opened}" if jump else ""
+            return f"rc {rc}, bastion transports open: {opened}" if jump else f"rc {rc}"
         phase(name, args.nodes, connect, args.threads)
 
 

@@ -62,8 +62,9 @@ class SshConnection:
             channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
             channel.settimeout(timeout_s + GRACE_S)
             channel.exec_command(shlex.join(wrapped))
-        except (paramiko.SSHException, OSError) as exc:
-            raise CommandError(f"host {self.host.name}: could not start {argv[0]}: {exc}") from None
+        except (paramiko.SSHException, OSError, EOFError) as exc:  # paramiko re-raises its reader's EOFError
+            raise CommandError(f"host {self.host.name}: could not start {argv[0]}: "
+                               f"{exc or 'the connection was closed'}") from None
         return SshProcess(self, channel, argv, timeout_s)
 
     def close(self) -> None:

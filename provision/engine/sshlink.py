@@ -62,7 +62,10 @@ class Link:
     lease: _Lease | None = None
 
     def close(self) -> None:
-        self.transport.close()
+        try:
+            self.transport.close()
+        except (paramiko.SSHException, OSError, EOFError):
+            pass  # its jump host transport is gone already: nothing left to close through it
         if self.lease is not None:
             self.lease.release()
             self.lease = None
@@ -84,7 +87,11 @@ class _Lease:
     def release(self) -> None:
         if not self.released:
             self.released = True
-            self.channel.close()
+            try:
+                self.channel.close()
+            except (paramiko.SSHException, OSError, EOFError):
+                pass  # the jump host transport is gone already
+
             self.links.release(self.shared)
 
 
