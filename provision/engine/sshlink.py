@@ -36,6 +36,7 @@ CONNECT_TIMEOUT_S = 15.0
 # new transport is an unauthenticated start-up against MaxStartups (default 10:30:100). 32 keeps
 # 1,250 nodes to 40 bastion connections, opened one after another.
 CHANNELS_PER_JUMP = 32
+CLOSE_WAIT_S = 5.0  # for a node transport's reader thread to end before its tunnel closes (_Tunnel)
 
 
 class Refused(Exception):
@@ -54,6 +55,37 @@ class _Transport(paramiko.Transport):
         return first + tuple(k for k in keys if k not in first)
 
 
+class _Tunnel:
+    """A jump host channel as a node transport's socket, whose ``close`` only marks it closed.
+
+    paramiko's Transport.close closes its socket while its reader thread may still be writing;
+    on a channel, that thread's data packet can then follow the channel's close, and sshd drops
+    the whole jump host connection, every node on it ("data packet referred to nonexistent
+    channel", seen at 64 nodes behind one bastion). So ``Link.close`` waits for the reader
+    thread to end, and only then closes the channel (``_Lease.release``).
+    """
+
+    def __init__(self, channel: paramiko.Channel):
+        self.channel, self._closed = channel, False
+
+    def send(self, data: bytes) -> int:
+        if self._closed:
+            raise OSError("the tunnel is closed")
+        return self.channel.send(data)
+
+    def recv(self, size: int) -> bytes:
+        return b"" if self._closed else self.channel.recv(size)
+
+    def settimeout(self, timeout_s: float | None) -> None:
+        self.channel.settimeout(timeout_s)
+
+    def getpeername(self):
+        return self.channel.getpeername()
+
+    def close(self) -> None:
+        self._closed = True
+
+
 @dataclass
 class Link:
     """An authenticated transport; ``lease`` the jump host channel it rides on, if any."""
@@ -67,6 +99,8 @@ class Link:
         except (paramiko.SSHException, OSError, EOFError):
             pass  # its jump host transport is gone already: nothing left to close through it
         if self.lease is not None:
+            if self.transport.ident is not None:  # its reader thread was started: let it end first (_Tunnel)
+                self.transport.join(CLOSE_WAIT_S)
             self.lease.release()
             self.lease = None
 
@@ -124,7 +158,7 @@ class Links:
                 raise Refused(f"({target.hostname}:{target.port}): ProxyCommand failed: {exc}") from None
         if target.via is not None:
             lease = self._lease(target.via, target.hostname, target.port)
-            return lease.channel, lease
+            return _Tunnel(lease.channel), lease
         try:
             return socket.create_connection((target.hostname, target.port), timeout=CONNECT_TIMEOUT_S), None
         except OSError as exc:

@@ -28,6 +28,8 @@ class FakeTransport:
     def is_active(self):
         return self.active
 
+    ident = None  # no reader thread
+
     def close(self):
         self.active = False
 
@@ -59,7 +61,7 @@ def test_nodes_share_jump_transports(opened):
     nodes = [links.open(target(f"node{i}", via=bastion)) for i in range(5)]
     jumps = [t for t in opened if t.to == "bastion"]
     assert [t.channels for t in jumps] == [2, 2, 1] and all(t.sock == ("tcp", ("127.0.9.7", 22)) for t in jumps)
-    assert [n.transport.sock.dest for n in nodes] == [("127.0.9.5", 22)] * 5
+    assert [n.transport.sock.channel.dest for n in nodes] == [("127.0.9.5", 22)] * 5
     for n in nodes[:4]:
         n.close()
     assert [t.active for t in jumps] == [False, False, True]
@@ -73,7 +75,7 @@ def test_several_hops_chain(opened):
     inner = target("inner1", via=outer)
     a, b = links.open(target("nodeA", via=inner)), links.open(target("nodeB", via=inner))
     assert [t.to for t in opened] == ["outer", "inner1", "nodeA", "nodeB"]
-    assert opened[1].sock.dest == (inner.hostname, 22) and opened[2].sock.dest == ("127.0.9.5", 22)
+    assert opened[1].sock.channel.dest == (inner.hostname, 22) and opened[2].sock.channel.dest == ("127.0.9.5", 22)
     a.close()
     b.close()
     assert not any(t.active for t in opened)
