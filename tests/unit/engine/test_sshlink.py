@@ -108,3 +108,20 @@ def test_one_failed_attempt_answers_the_nodes_that_waited(monkeypatch):
     assert set(errors) == {"jump host bastion (127.0.9.7:22): host key for 127.0.9.7 does not match known_hosts (kh:1)"}
     node(9)  # a later attempt (the burn-in's retry) tries again
     assert attempts == ["bastion", "bastion"]
+
+
+def test_a_tunnel_closes_after_its_transport_s_reader_ended(opened, monkeypatch):
+    """paramiko closes a transport's socket while its reader may still write; the channel must
+    close only after that reader ended, or sshd drops the whole bastion connection."""
+    order = []
+    monkeypatch.setattr(FakeChannel, "close", lambda self: order.append("channel closed"))
+    monkeypatch.setattr(FakeTransport, "ident", 1, raising=False)
+    monkeypatch.setattr(FakeTransport, "join", lambda self, timeout: order.append(f"{self.to} reader joined"),
+                        raising=False)
+    link = sshlink.Links().open(target("node1", via=target("bastion")))
+    link.transport.sock.close()  # what paramiko's Transport.close does first: only marks it
+    assert order == [] and link.transport.sock.recv(10) == b""
+    with pytest.raises(OSError):
+        link.transport.sock.send(b"late")
+    link.close()
+    assert order[:2] == ["node1 reader joined", "channel closed"]
