@@ -91,6 +91,10 @@ def reach(tmp_path_factory):
         subprocess.run(["ssh-keygen", "-q", "-s", str(keygen(folder / "ca")), "-I", "node03", "-h", "-n",
                         f"node03,{address['node03']}", str(ssh / "ssh_host_ed25519_key.pub")], check=True)
         (ssh / "sshd_config.d/cert.conf").write_text("HostCertificate /etc/ssh/ssh_host_ed25519_key-cert.pub\n")
+        # node02's sshd trusts user certificates of another CA of the test's own
+        shutil.copy(keygen(folder / "user_ca").with_suffix(".pub"), state / "nodes/node02/upper/etc/ssh/user_ca.pub")
+        (state / "nodes/node02/upper/etc/ssh/sshd_config.d/user_ca.conf").write_text(
+            "TrustedUserCAKeys /etc/ssh/user_ca.pub\n")
         with Netns(f"prov-reach-{os.getpid()}") as netns:
             move_into(inv, ["node01", "node02", "node03"], netns)
             forward = Forward(netns, address["node01"])
@@ -198,6 +202,33 @@ def test_ca_signed_host_key(reach):
                                            r"a CA that no @cert-authority line"):
         transport.connect(host("node03", reach.address["node03"], "-F", reach.config("ssh_config.ca", str(known)),
                                "-o", "ProxyJump=bastion01"))
+
+
+def test_proxy_command(reach):
+    """OpenSSH's own ``ssh -W`` through the bastion as a ProxyCommand."""
+    config = reach.config("ssh_config")
+    command = f"ProxyCommand=ssh -F {config} -W %h:%p bastion01"
+    node = host("node03", reach.address["node03"], "-F", config, "-o", command)
+    assert hostname(SshTransport(), node) == "node03"
+
+
+def test_user_certificate(reach):
+    """A key no authorized_keys lists, signed by the CA node02's sshd trusts: in with its certificate only."""
+    key = keygen(reach.folder / "certified")
+    subprocess.run(["ssh-keygen", "-q", "-s", str(reach.folder / "user_ca"), "-I", "operator", "-n", "root",
+                    f"{key}.pub"], check=True)
+    cert = reach.folder / "elsewhere-cert.pub"
+    (reach.folder / "certified-cert.pub").rename(cert)
+    config = reach.folder / "ssh_config.cert"
+    config.write_text(f"Host bastion01\n  HostName {reach.address['node01']}\n"
+                      f"  IdentityFile {reach.state / 'id_ed25519'}\n"
+                      f"Host *\n  User root\n  IdentityAgent none\n  IdentitiesOnly yes\n  IdentityFile {key}\n"
+                      f"  UserKnownHostsFile {reach.state / 'known_hosts'}\n  KexAlgorithms curve25519-sha256\n")
+    args = ("-F", str(config), "-o", "ProxyJump=bastion01")
+    with pytest.raises(CommandError, match="authentication as root refused"):  # the key alone is not enough
+        hostname(SshTransport(), host("node02", reach.address["node02"], *args))
+    assert hostname(SshTransport(), host("node02", reach.address["node02"], *args, "-o",
+                                         f"CertificateFile={cert}")) == "node02"
 
 
 def test_bastion_down_the_hidden_nodes_are_errors_naming_it(reach):
