@@ -105,10 +105,18 @@ def _ssh_options(f: Fields) -> tuple[str, ...]:
     try:
         return sshargs.options(values)
     except ValueError as exc:  # shlex: an unbalanced quote in ssh args
-        field = next((n for n in SSH_ARGS if n in values), SSH_ARGS[0])
+        field = next((n for n in SSH_ARGS if n in values and not _splits(values[n])), SSH_ARGS[0])
         raise f.problem(field, f"field '{field}' cannot be split into ssh arguments: {exc}") from None
     except AnsibleError as exc:
         raise f.problem(next(iter(values), "ansible_ssh_args"), f"ssh connection options: {one_line(exc)}") from None
+
+
+def _splits(text) -> bool:
+    try:
+        sshargs.split(text)
+    except ValueError:
+        return False
+    return True
 
 
 def plain(value):
