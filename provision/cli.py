@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
                        "controllers or Slurm array tasks; `provision merge` joins their runs)")
         c.add_argument("--shard-by", choices=("hash", "rack"), help="split by host name hash "
                        "(default) or by whole racks (host variable provision_rack)")
+        c.add_argument("-v", "--verbose", action="store_true", help="a line per host and job (default: a line per "
+                       "check and per role, redrawn on a terminal, at most every 30 s in a log)")
     _plan_parser(sub)
     mer = sub.add_parser("merge", help="join the runs of a sharded job (--shard K/N) into one run: report, JUnit, "
                          "raw outputs, drain.txt; exit as the job's")
@@ -185,7 +187,8 @@ def _dispatch(args: argparse.Namespace) -> int:
                         history=getattr(args, "history", None), check_set=getattr(args, "check_set", None),
                         drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False),
                         force=getattr(args, "force", False), shard=args.shard, shard_by=args.shard_by,
-                        local=local, host_name=getattr(args, "host", None), profile=getattr(args, "profile", None))
+                        local=local, host_name=getattr(args, "host", None), profile=getattr(args, "profile", None),
+                        verbose=args.verbose, live=sys.stdout.isatty())
     if args.command in ("plan", "merge"):
         return _planning(args)
     if args.command == "evaluate":

@@ -22,6 +22,7 @@ from provision.engine.ssh import SshTransport
 from provision.errors import ExitStatus, ProfileError, ProvisionError
 from provision.inventory import listing
 from provision.report import junit, summary
+from provision.report import progress as progress_view
 from provision.report import html as html_report
 from provision.report import prometheus
 from provision.results.model import FABRIC, JUDGED_VARS, FailedTask, HostInstall, HostRecord, Outcome, RoleResult, Run
@@ -39,7 +40,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         history: str | None = None, check_set: str | None = None,
         drain: str | None = None, resume_passed: bool = False, force: bool = False,
         shard: str | None = None, shard_by: str | None = None, local: bool = False, host_name: str | None = None,
-        profile: str | None = None) -> ExitStatus:
+        profile: str | None = None, verbose: bool = False, live: bool = False) -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
@@ -48,7 +49,9 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     An install first runs ``provision plan`` on the inventory and refuses to start when it finds an
     error, unless ``force``. ``shard`` ("K/N") keeps that shard of the GPU nodes
     (``provision.inventory.shard``); ``provision merge`` joins the shards' runs. ``local``: the burn-in
-    of this machine, no SSH (``_local``: ``host_name``, ``profile``)."""
+    of this machine, no SSH (``_local``: ``host_name``, ``profile``). While it runs, the console shows a
+    line per check and per role (``provision.report.progress``: ``live`` redraws them on a terminal), a
+    line per host and job with ``verbose``."""
     _drain_options(drain, resume_passed)
     _known_checks(only_checks)
     if retry_failed is not None:
@@ -71,8 +74,9 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
               hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
                      for h in hosts})
     progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {label}, phases {', '.join(phases)}")
-    control = Control(progress)
-    with stopping_on_signals(control):
+    console = progress_view.Progress(progress, verbose=verbose, live=live)
+    control = Control(console.line, events=console.event)
+    with stopping_on_signals(control), console:
         try:
             if "install" in phases:
                 hosts = _install(inventory, hosts, rundir, run, tags, control)
@@ -412,7 +416,7 @@ def _install(inventory: inv.Inventory, hosts, rundir: RunDir, run: Run, tags, co
     progress(f"install: playbooks/site.yml on {len(hosts)} hosts")
     result = ansible.run_playbook("site.yml", inventory.sources, rundir.ansible, limit=[h.name for h in hosts],
                                   tags=tags, vault_args=inventory.vault.args(), progress=progress,
-                                  cancel=control.stop.is_set)
+                                  cancel=control.stop.is_set, events=control.events)
     run.install_wall_s = round(time.monotonic() - started, 1)
     run.install_artifacts = result.artifacts
     for host in hosts:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -31,6 +32,7 @@ from provision.engine.transport import CommandResult, Connection, Transport
 from provision.engine.verdict import verdict
 from provision.errors import CommandError, ProfileError
 from provision.inventory import Host
+from provision.results.events import JobFinished, JobStarted, Planned
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
 from provision.results.store import OS_RELEASE, RunDir
 
@@ -91,6 +93,7 @@ class Burnin:
         static = [c for c in checks if c.id not in cluster.PROCEDURE
                   and (scope == "all" or (c.scope is Scope.NODE) == (scope == "node"))]
         jobs = plan(static, {name: str(s.host.profile) for name, s in self.states.items()})
+        self.control.emit(Planned(dict(Counter(j.check.id for j in jobs))))
         done = threading.Event()
         self.control.watch(done)
         try:
@@ -114,6 +117,7 @@ class Burnin:
     def execute(self, job: Job) -> CheckResult:
         started = time.monotonic()
         self.control.job_started(job.label)
+        self.control.emit(JobStarted(job.check.id, job.hosts))
         try:
             result = self._execute(job)
         except Exception as exc:  # a bug in one check or job: that job's error, never the run's
@@ -123,8 +127,7 @@ class Burnin:
         if self.control.stop.is_set() and result.run_error:  # its tool was killed by the stop; a verdict stands
             result = self._error(job, f"interrupted ({self.control.reason}) while running", result.raw)
         result.duration_s = round(time.monotonic() - started, 2)
-        self.say(f"  burnin {'+'.join(job.hosts):<12} {job.check.id:<16} {result.outcome.value:<7} "
-                 f"{result.duration_s:6.1f} s")
+        self.control.emit(JobFinished(result))
         return result
 
     def _not_run(self, job: Job) -> CheckResult:

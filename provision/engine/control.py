@@ -2,7 +2,8 @@
 
 ``Control`` holds the stop request (a signal's name, set by ``stopping_on_signals``),
 the processes running on nodes now (so that a stop kills them there, not only here), and a
-watchdog that prints, every ``WATCHDOG_S``, the jobs that have run longer than that.
+watchdog that prints, every ``WATCHDOG_S``, the jobs that have run longer than that, and the
+listener of the run's events (``provision.results.events``): the console's progress view.
 """
 from __future__ import annotations
 
@@ -13,18 +14,26 @@ import time
 from typing import Callable, Iterator
 
 from provision.engine.transport import Process
+from provision.results.events import Event, Listener
 
 WATCHDOG_S = 60.0
 
 
 class Control:
-    def __init__(self, progress: Callable[[str], None] = print, watchdog_s: float = WATCHDOG_S):
+    def __init__(self, progress: Callable[[str], None] = print, watchdog_s: float = WATCHDOG_S,
+                 events: Listener | None = None):
         self.stop = threading.Event()
+        self.events = events
         self.reason = ""
         self.progress, self.watchdog_s = progress, watchdog_s
         self.lock = threading.Lock()
         self.processes: set = set()
         self.running: dict[str, float] = {}  # job label -> start time
+
+    def emit(self, event: Event) -> None:
+        """Hand ``event`` to the listener, if any."""
+        if self.events is not None:
+            self.events(event)
 
     def request_stop(self, reason: str) -> None:
         """Stop starting work and kill what runs on the nodes (safe from a signal handler)."""

@@ -5,6 +5,10 @@ Testcases: ``install.<role>`` (one per role the host ran) and ``burnin.<check>``
 check; a multi-host result is named ``<check>[host+host]``). A check that failed is a JUnit
 failure; one that could not run is a JUnit error, kept apart so CI shows broken tooling
 differently from broken hardware. Messages carry the measured value and the reference.
+
+The files are written without junit-xml's pretty-printing (``prettyprint=False``): it parses the
+whole document again with minidom, which took most of the 6.9 s of 1,250 hosts x 15 checks
+(issue 20). The XML is the same elements and attributes on fewer lines; CI tools parse it alike.
 """
 from __future__ import annotations
 
@@ -82,6 +86,11 @@ def write(folder: Path, run: Run) -> list[Path]:
         old.unlink()
     for suite in all_suites:
         safe_name(suite.name, "a JUnit suite (host) name")
-        atomic_write(folder / f"{suite.name}.xml", to_xml_report_string([suite], encoding="utf-8"), sync=False)
-    atomic_write(folder / "all.xml", to_xml_report_string(all_suites, encoding="utf-8"))
+        atomic_write(folder / f"{suite.name}.xml", _xml([suite]), sync=False)
+    atomic_write(folder / "all.xml", _xml(all_suites))
     return written
+
+
+def _xml(suites: list[TestSuite]) -> str:
+    """One JUnit document (``<testsuites>``) of ``suites``, not pretty-printed (see the module's doc)."""
+    return to_xml_report_string(suites, prettyprint=False, encoding="utf-8")

@@ -3,7 +3,7 @@
 Layout of one run folder ``<runs>/<run_id>/``::
 
     report.json              the Run (provision.results.model), schema report.schema.json
-    results.jsonl            each result as its job ended, fsynced: what a killed run keeps
+    results.jsonl            each result as its job ended: what a killed run keeps (RunDir.record)
     junit/<host>.xml         one JUnit file per host, junit/all.xml with every suite
     raw/<host>/<check>.txt   a node-scope step's output (<check>.<key>.txt when the check has
                              several steps, .stderr beside it when it printed any)
@@ -24,6 +24,7 @@ import math
 import os
 import re
 import threading
+import time
 from pathlib import Path
 
 from provision.errors import ProvisionError
@@ -34,6 +35,9 @@ from provision.results.model import CheckResult, Run, Scope
 # encoder, and uses the C one only when indent is None (CPython Lib/json/encoder.py, JSONEncoder.iterencode);
 # 20,000 findings is about 50 hosts of a full burn-in.
 COMPACT_FINDINGS = 20_000
+# The journal's fsync, batched (``RunDir.record``): after this many results or this many seconds.
+JOURNAL_SYNC_EVERY = 64
+JOURNAL_SYNC_S = 1.0
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 LATEST = "latest"
 RESERVED = (LATEST, "history.db")  # names under runs/ that are not runs
@@ -45,6 +49,8 @@ class RunDir:
 
     def __init__(self, path: Path):
         self.path = path.resolve()
+        self._journal_lock = threading.Lock()
+        self._unsynced, self._synced_at = 0, time.monotonic()
 
     @property
     def name(self) -> str:
@@ -98,6 +104,7 @@ class RunDir:
     def save(self, run: Run, latest: bool = True) -> Path:
         """Write report.json atomically and durably (temp file, fsync, rename); unless ``latest``
         is False point ``<runs>/latest`` here (a symlink replaced by rename, never removed)."""
+        self.sync_journal()
         data = run.to_dict()
         if os.environ.get(schema.VALIDATE_ENV):
             schema.validate(json.loads(json.dumps(data, default=str)), str(self.report))
@@ -112,14 +119,41 @@ class RunDir:
         return self.report
 
     def record(self, result: CheckResult) -> None:
-        """Append one finished result to ``results.jsonl`` and fsync it: what a killed run keeps."""
-        line = dumps(result.to_dict(), indent=None)
-        fd = os.open(self.journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        """Append one finished result to ``results.jsonl``: what a killed run keeps.
+
+        The guarantee, exactly: when ``record`` returns, the result's whole line is in the kernel
+        (``write(2)`` looped until every byte is taken; a short write is continued, an error raised),
+        so a run killed in any way that leaves the machine up (SIGKILL, the OOM killer, a second
+        Ctrl-C, a crash of Python) keeps every result recorded before it: the page cache outlives
+        the process. Against a power loss or a kernel crash the journal is fsynced by the first
+        ``record`` that comes ``JOURNAL_SYNC_S`` or more after the last fsync or is the
+        ``JOURNAL_SYNC_EVERY``-th since it, and by ``sync_journal`` (the job calls it when the
+        burn-in ends, and ``save`` does): such a crash loses at most the results recorded since
+        the last fsync. One fsync per result cost 20.4 s of 1,250 hosts x 15 checks (issue 20)."""
+        line = dumps(result.to_dict(), indent=None).encode()
+        with self._journal_lock:
+            fd = os.open(self.journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                write_all(fd, line)
+                self._unsynced += 1
+                now = time.monotonic()
+                if self._unsynced >= JOURNAL_SYNC_EVERY or now - self._synced_at >= JOURNAL_SYNC_S:
+                    os.fsync(fd)
+                    self._unsynced, self._synced_at = 0, now
+            finally:
+                os.close(fd)
+
+    def sync_journal(self) -> None:
+        """fsync ``results.jsonl`` when results were recorded since its last fsync."""
+        with self._journal_lock:
+            if not self._unsynced:
+                return
+            fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.fsync(fd)
+                self._unsynced, self._synced_at = 0, time.monotonic()
+            finally:
+                os.close(fd)
 
     @property
     def journal(self) -> Path:
@@ -176,12 +210,20 @@ def _finite(value: object) -> object:
     return value
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """``data`` written whole to ``fd``: ``write(2)`` may take fewer bytes than given (a signal, a
+    filling disk); the rest is written again until every byte is taken. Raises OSError."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def atomic_write(path: Path, text: str, sync: bool = True) -> None:
     """Write ``path`` (mode 0600) through a temp file renamed over it; fsync file and folder when ``sync``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, text.encode())
+        write_all(fd, text.encode())
         if sync:
             os.fsync(fd)
     finally:

@@ -28,6 +28,7 @@ from ansible_runner.utils import get_callback_dir
 
 from provision import paths
 from provision.errors import RunnerError
+from provision.results.events import Listener, TaskResult, TaskStarted
 
 
 # What the playbook inherits from the controller's environment; everything else is dropped.
@@ -71,16 +72,19 @@ class PlaybookResult:
 def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
                  limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
                  vault_args: list[str] | None = None, progress=print,
-                 cancel: Callable[[], bool] | None = None) -> PlaybookResult:
+                 cancel: Callable[[], bool] | None = None, events: Listener | None = None) -> PlaybookResult:
     """Run ``playbooks/<playbook>`` against one inventory or several (``-i`` each, later ones win).
     ``vault_args``: ansible-playbook's vault options. ``cancel`` is polled while it runs: True
     stops ansible-playbook (status ``canceled``); it also keeps ansible-runner from installing its
-    own SIGINT/SIGTERM handlers over the caller's. Raises RunnerError if it could not start."""
+    own SIGINT/SIGTERM handlers over the caller's. ``events`` (when given) gets a ``TaskStarted``
+    per task and a ``TaskResult`` per host and task, in place of a line per role; the lines that
+    matter (a host failed or unreachable, a reboot pending) go to ``progress`` either way.
+    Raises RunnerError if it could not start."""
     artifacts_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     artifacts_dir.chmod(0o700)
     hosts: dict[str, PlaybookHost] = {}
     kwargs = runner_kwargs(playbook, inventory, artifacts_dir, limit, tags, extravars, vault_args)
-    kwargs["event_handler"] = _event_handler(hosts, progress)
+    kwargs["event_handler"] = _event_handler(hosts, progress, events, len(limit or ()))
     kwargs["cancel_callback"] = cancel or (lambda: False)
     try:
         result = prepare(kwargs)
@@ -157,18 +161,37 @@ def _owner_only(folder: Path) -> None:
 _LAST_ROLE = [""]
 
 
-def _event_handler(hosts: dict[str, PlaybookHost], progress) -> Callable[[dict], bool]:
+def _event_handler(hosts: dict[str, PlaybookHost], progress, events: Listener | None = None,
+                   total: int = 0) -> Callable[[dict], bool]:
     def handle(event: dict) -> bool:
-        _on_event(event, hosts, progress)
+        _on_event(event, hosts, progress, events)
+        if events is not None:
+            _emit(event, events, total)
         return True  # ansible-runner writes an event to the artifacts only when its handler returns True
     return handle
 
 
-def _on_event(event: dict, hosts: dict[str, PlaybookHost], progress) -> None:
+_STATUS = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_unreachable": "unreachable",
+           "runner_on_skipped": "skipped"}
+
+
+def _emit(event: dict, events: Listener, total: int) -> None:
+    """ansible-runner's event as the progress view's: a task started, a host's result of it."""
+    kind, data = event.get("event", ""), event.get("event_data", {})
+    if kind == "playbook_on_task_start":
+        events(TaskStarted(data.get("role") or "play", data.get("task", ""), total))
+    elif kind in _STATUS and data.get("host"):
+        failed = kind == "runner_on_failed" and not data.get("ignore_errors")
+        events(TaskResult(data.get("role") or "play", data["host"], "ok" if kind == "runner_on_failed" and not failed
+                          else _STATUS[kind], bool((data.get("res") or {}).get("changed"))))
+
+
+def _on_event(event: dict, hosts: dict[str, PlaybookHost], progress, events: Listener | None = None) -> None:
     kind, data = event.get("event", ""), event.get("event_data", {})
     if kind == "playbook_on_task_start" and data.get("role") and data.get("role") != _LAST_ROLE[0]:
         _LAST_ROLE[0] = data["role"]
-        progress(f"  install role {data['role']}")
+        if events is None:
+            progress(f"  install role {data['role']}")
     host = data.get("host")
     if not host or kind not in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped"):
         return

@@ -1,0 +1,190 @@
+"""The console while a run runs, made for 1,250 hosts: fed by events (``provision.results.events``).
+
+On a terminal (``live``) one line per check that is running, redrawn by rich's ``Live``: jobs done
+of the total, passed, failed, errored, the slowest host still running and for how long, elapsed;
+the install gets one line per role: hosts done with the current task of the total, hosts changed
+and failed. A check or role that ends leaves its last line printed above. In a log (not a
+terminal) the same line at most every ``EVERY_S`` per check or role, and once when it ends.
+``verbose`` adds one line per host and job. Lines the operator must see (an unreachable host, a
+failed install task, a stop) come through ``line`` and are always printed.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from provision.results import events as ev
+
+EVERY_S = 30.0  # a CI log gets a check's line at most this often
+REFRESH_PER_S = 2  # rich redraws the live lines this often
+
+
+@dataclass
+class _Tally:
+    """One check (or install role) while it runs."""
+
+    name: str
+    total: int
+    started_s: float
+    done: int = 0
+    counts: dict = field(default_factory=lambda: {"pass": 0, "fail": 0, "error": 0, "skipped": 0})
+    running: dict = field(default_factory=dict)  # job label -> start time
+    said_s: float = 0.0
+    # the install's: hosts seen, changed, failed in the role; hosts done with the current task; task number, name
+    changed: set = field(default_factory=set)
+    failed: set = field(default_factory=set)
+    current: set = field(default_factory=set)
+    tasks: int = 0
+    task: str = ""
+
+
+class Progress:
+    """The listener of a run (``event``) and its line printer (``line``); ``out`` prints a plain
+    line (logs); ``clock`` is seconds, monotonic (a test gives a fake one). Use as a context
+    manager: the live display runs inside it."""
+
+    def __init__(self, out: Callable[[str], None] = print, verbose: bool = False, live: bool = False,
+                 clock: Callable[[], float] = time.monotonic, every_s: float = EVERY_S,
+                 console: Console | None = None):
+        self.out, self.verbose, self.clock, self.every_s = out, verbose, clock, every_s
+        self.lock = threading.Lock()
+        self.checks: dict[str, _Tally] = {}
+        self.planned: dict[str, int] = {}
+        self.role: _Tally | None = None
+        self.live = Live(console=console or Console(), auto_refresh=True, refresh_per_second=REFRESH_PER_S,
+                         transient=True, get_renderable=self._renderable) if live else None
+
+    def __enter__(self) -> Progress:
+        if self.live is not None:
+            self.live.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.finish()
+        if self.live is not None:
+            self.live.stop()
+
+    def line(self, text: str) -> None:
+        """Print ``text`` whatever the mode (above the live lines on a terminal)."""
+        if self.live is not None:
+            self.live.console.print(Text(text), highlight=False, soft_wrap=True)
+        else:
+            self.out(text)
+
+    def event(self, event: ev.Event) -> None:
+        """Take one event of the run (thread-safe)."""
+        with self.lock:
+            said = self._take(event)
+        for text in said:
+            self.line(text)
+
+    def finish(self) -> None:
+        """End the install role still open (its last line)."""
+        with self.lock:
+            said = self._end_role()
+        for text in said:
+            self.line(text)
+
+    def _take(self, event: ev.Event) -> list[str]:
+        now = self.clock()
+        if isinstance(event, ev.Planned):
+            for check, jobs in event.jobs.items():
+                self.planned[check] = self.planned.get(check, 0) + jobs
+            return []
+        if isinstance(event, ev.JobStarted):
+            tally = self.checks.get(event.check)
+            if tally is None or tally.done >= tally.total:  # a first job, or a later round of the same check
+                total = self.planned.pop(event.check, 0)
+                tally = self.checks[event.check] = _Tally(event.check, total, now, said_s=now)
+            tally.running["+".join(event.hosts)] = now
+            tally.total = max(tally.total, tally.done + len(tally.running))
+            return []
+        if isinstance(event, ev.JobFinished):
+            return self._finished(event.result, now)
+        if isinstance(event, ev.TaskStarted):
+            return self._task(event, now)
+        if isinstance(event, ev.TaskResult):
+            return self._task_result(event, now)
+        return []
+
+    def _finished(self, result, now: float) -> list[str]:
+        label = "+".join(result.hosts)
+        tally = self.checks.get(result.check)
+        if tally is None:
+            tally = self.checks[result.check] = _Tally(result.check, 1, now, said_s=now)
+        tally.running.pop(label, None)
+        tally.done += 1
+        tally.counts[result.outcome.value] = tally.counts.get(result.outcome.value, 0) + 1
+        out = [f"  burnin {label:<12} {result.check:<16} {result.outcome.value:<7} {result.duration_s:6.1f} s"
+               ] if self.verbose else []
+        if tally.done >= tally.total and not tally.running:
+            out.append(self._check_line(tally, now, ended=True))
+            self.checks.pop(result.check, None)
+        elif self.live is None and now - tally.said_s >= self.every_s:
+            out.append(self._check_line(tally, now))
+            tally.said_s = now
+        return out
+
+    def _check_line(self, t: _Tally, now: float, ended: bool = False) -> str:
+        c = t.counts
+        text = (f"burnin {t.name}: {t.done}/{t.total} done, {c['pass']} passed, {c['fail']} failed, "
+                f"{c['error']} errored" + (f", {c['skipped']} skipped" if c["skipped"] else ""))
+        if t.running and not ended:
+            slowest, since = min(t.running.items(), key=lambda item: item[1])
+            text += f"; slowest running {slowest} {now - since:.0f} s"
+        return text + f"; {'took' if ended else 'elapsed'} {_clock(now - t.started_s)}"
+
+    def _task(self, event: ev.TaskStarted, now: float) -> list[str]:
+        out = []
+        if self.role is None or self.role.name != event.role:
+            out = self._end_role()
+            self.role = _Tally(event.role, event.hosts, now, said_s=now)
+            if self.live is None:
+                out.append(f"  install role {event.role}")
+        self.role.tasks += 1
+        self.role.task, self.role.current = event.task, set()
+        return out
+
+    def _task_result(self, event: ev.TaskResult, now: float) -> list[str]:
+        role = self.role
+        if role is None or role.name != event.role:
+            return []
+        role.current.add(event.host)
+        if event.changed:
+            role.changed.add(event.host)
+        if event.status in ("failed", "unreachable"):
+            role.failed.add(event.host)
+        if self.live is None and now - role.said_s >= self.every_s:
+            role.said_s = now
+            return [self._role_line(role, now)]
+        return []
+
+    def _end_role(self) -> list[str]:
+        role, self.role = self.role, None
+        return [self._role_line(role, self.clock(), ended=True)] if role is not None else []
+
+    def _role_line(self, r: _Tally, now: float, ended: bool = False) -> str:
+        task = "" if ended else f", task {r.tasks} {r.task!r}: {len(r.current)}/{r.total or '?'} hosts done"
+        return (f"install {r.name}: {r.tasks} tasks{task}; {len(r.changed)} hosts changed, {len(r.failed)} failed; "
+                f"{'took' if ended else 'elapsed'} {_clock(now - r.started_s)}")
+
+    def _renderable(self) -> Group:
+        now = self.clock()
+        with self.lock:
+            lines = [self._check_line(t, now) for t in self.checks.values()]
+            if self.role is not None:
+                lines.append(self._role_line(self.role, now))
+        return Group(*(Text(line, no_wrap=True, overflow="ellipsis") for line in lines))
+
+
+def _clock(seconds: float) -> str:
+    """``m:ss`` (``h:mm:ss`` past an hour)."""
+    whole = int(max(seconds, 0))
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
