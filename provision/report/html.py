@@ -1,5 +1,5 @@
-"""The HTML report of a run: one self-contained file (inline CSS and SVG, no script, no external
-CSS, fonts or images), from the Jinja template ``templates/report.html.j2`` with autoescape on
+"""The HTML report of a run: self-contained files (inline CSS and SVG, no script, no external
+CSS, fonts or images), from the Jinja templates in ``templates/`` with autoescape on
 (host names and tool messages are untrusted text; a Content-Security-Policy of ``default-src
 'none'`` is the second line).
 
@@ -10,6 +10,11 @@ busbw of ``nccl_allreduce``/``nccl_cluster`` and IB write bandwidth of ``ib_writ
 when the run has one (rounds, suspects), each host's results with its GPU x GPU heatmap
 (nvbandwidth's device->device findings, else its raw output) and its trend across runs when a
 history is given, then the sources of the references.
+
+A run of more than ``INLINE_HOSTS`` hosts gets each host's section on a page of its own,
+``<page>/hosts/<host>.html`` beside ``<page>.html`` (``report/hosts/gpu001.html``), and the first
+page an index linking to them: at 1,250 hosts the single page was 76 MB, which no browser opens
+usefully (issue 20); the first page (failures, plots, cluster procedure) stays a few MB.
 
 ``trend``: {host: [(run id, metric, value), ...]} oldest first, as a history database answers
 (``Trend``); any mapping of that shape plugs in.
@@ -28,7 +33,7 @@ from provision.errors import ProvisionError
 from provision.parsers import parse_tool
 from provision.report import svg
 from provision.results.model import CheckResult, Outcome, Run, Scope, number
-from provision.results.store import RunDir, atomic_write
+from provision.results.store import RunDir, atomic_write, safe_name
 
 Trend = Mapping[str, Sequence[tuple[str, str, float]]]
 TEMPLATES = Path(__file__).with_name("templates")
@@ -41,33 +46,64 @@ PLOTS = (  # title, checks, metric
 D2D = "d2d_GBps"
 _PAIR = re.compile(r"^GPU(\d+)->GPU(\d+)$")
 ORDER = {"error": 0, "fail": 1, "pass": 2}
+INLINE_HOSTS = 64  # more hosts than this: one page per host
 BELOW = 0.9  # the localizer's passing ratio (provision.engine.cluster.THRESHOLD: ratios are scaled to it)
 
 
-def render(run: Run, rundir: RunDir | None = None, trend: Trend | None = None) -> str:
-    """The report's HTML text. ``rundir`` (optional) lets a heatmap come from nvbandwidth's raw
-    output when its result has no findings; ``trend`` adds each host's trend plots."""
+def render(run: Run, rundir: RunDir | None = None, trend: Trend | None = None, pages: str = "") -> str:
+    """The report's (first) page. ``rundir`` (optional) lets a heatmap come from nvbandwidth's raw
+    output when its result has no findings; ``trend`` adds each host's trend plots. ``pages`` (a
+    relative folder) lists the hosts as links to ``<pages>/<host>.html`` instead of their sections."""
     verdicts = run.verdicts()
     covering = run.by_host()
-    return _template().render(
+    ordered = sorted(verdicts.items(), key=lambda hv: (ORDER[hv[1]], hv[0]))
+    hosts = ([{"name": host, "verdict": verdict} for host, verdict in ordered] if pages else
+             [_host(run, host, verdict, rundir, trend, covering.get(host, [])) for host, verdict in ordered])
+    return _template("report.html.j2").render(
         run=run, verdicts=verdicts, counts={v: list(verdicts.values()).count(v) for v in ORDER},
-        failures=failures(run), plots=plots(run), cluster=cluster(run),
-        hosts=[_host(run, host, verdict, rundir, trend, covering.get(host, [])) for host, verdict in
-               sorted(verdicts.items(), key=lambda hv: (ORDER[hv[1]], hv[0]))],
+        failures=failures(run), plots=plots(run), cluster=cluster(run), hosts=hosts, pages=pages,
         sources=sources(run), number=number)
 
 
+def render_host(run: Run, host: str, back: str, rundir: RunDir | None = None, trend: Trend | None = None,
+                covering: dict[str, list[CheckResult]] | None = None, verdicts: dict[str, str] | None = None) -> str:
+    """The page of one host (its section of ``render``), linking ``back`` to the first page.
+    ``covering`` and ``verdicts``: ``run.by_host()`` and ``run.verdicts()`` when the caller has them."""
+    covering = run.by_host() if covering is None else covering
+    verdict = (run.verdicts() if verdicts is None else verdicts)[host]
+    return _template("host.html.j2").render(run=run, back=back, number=number,
+                                            h=_host(run, host, verdict, rundir, trend, covering.get(host, [])))
+
+
 @functools.cache
-def _template() -> jinja2.Template:
-    """The compiled template, once per process (autoescape on; an undefined name is an error)."""
+def _template(name: str) -> jinja2.Template:
+    """A compiled template, once per process (autoescape on; an undefined name is an error)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("report.html.j2")
+    return env.get_template(name)
 
 
 def write(path: Path, run: Run, rundir: RunDir | None = None, trend: Trend | None = None) -> Path:
-    """Render and write ``path`` atomically (mode 0600, as the run's other files); return it."""
-    atomic_write(path, render(run, rundir, trend))
+    """Write ``path`` atomically (mode 0600, as the run's other files); with more than ``INLINE_HOSTS``
+    hosts, each host's page under ``<path without .html>/hosts/`` too (folders 0700; pages of hosts
+    no longer in the run removed). Returns ``path``."""
+    verdicts = run.verdicts()
+    if len(verdicts) <= INLINE_HOSTS:
+        atomic_write(path, render(run, rundir, trend))
+        return path
+    folder = path.with_suffix("") / "hosts"
+    folder.parent.mkdir(mode=0o700, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    pages = f"{folder.parent.name}/hosts"
+    covering = run.by_host()
+    written = set()
+    for host in verdicts:
+        page = folder / f"{safe_name(host, 'a host page name')}.html"
+        atomic_write(page, render_host(run, host, f"../../{path.name}", rundir, trend, covering, verdicts), sync=False)
+        written.add(page)
+    for old in set(folder.glob("*.html")) - written:
+        old.unlink()
+    atomic_write(path, render(run, rundir, trend, pages))
     return path
 
 

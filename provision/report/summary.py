@@ -98,6 +98,7 @@ def groups(run: Run) -> list[Group]:
     names and numbers aside). Pair and group evidence of the cluster procedure is left out (its
     suspects say what it found). In run order of each group's first failure."""
     found: dict[tuple, Group] = {}
+    key: tuple
     for host, inst in run.install.items():
         for role, row in inst.roles.items():
             for task in row.failed:
