@@ -180,3 +180,24 @@ def test_a_failed_install_is_a_failing_row():
     assert ('<tr class="failure"><td>n4</td><td>install.nvidia_driver</td><td><span class="badge failed">failed'
             in failing)
     assert "Install the driver packages: no package &lt;nvidia-driver&gt;" in failing
+
+
+def test_a_large_run_puts_each_host_on_a_page_of_its_own(rundir, monkeypatch):
+    monkeypatch.setattr(html, "INLINE_HOSTS", 1)  # the failing run (3 hosts, 2 after one leaves) is a large run
+    run = failing_run(rundir)
+    first = html.write(rundir.path / "report.html", run, rundir, TREND)
+    page = first.read_text()
+    assert '<section class="host' not in page and "<polyline" not in page  # the hosts' detail is elsewhere
+    assert _section(page, "failing") == _section(html.render(run, rundir), "failing")  # the same failures
+    links = re.findall(r'<a href="(report/hosts/\w+\.html)"><span class="badge (\w+)">', page)
+    assert links == [("report/hosts/n3.html", "error"), ("report/hosts/n2.html", "fail"),
+                     ("report/hosts/n1.html", "pass")]
+    n2 = (rundir.path / "report" / "hosts" / "n2.html").read_text()
+    assert stat.S_IMODE((rundir.path / "report" / "hosts" / "n2.html").stat().st_mode) == 0o600
+    assert '<a href="../../report.html">' in n2 and "GPU2 -&gt; GPU5: 223.31 GB/s" in n2
+    assert "<script" not in n2.lower() and "default-src 'none'" in n2 and not re.search(r"\bsrc\s*=", n2, re.I)
+    assert "nccl_allreduce 8 GPUs busbw_GBps over 3 runs" in (rundir.path / "report/hosts/n1.html").read_text()
+    run.hosts.pop("n1")
+    run.results = [r for r in run.results if "n1" not in r.hosts]
+    html.write(first, run, rundir)
+    assert sorted(p.name for p in (rundir.path / "report" / "hosts").iterdir()) == ["n2.html", "n3.html"]

@@ -1,0 +1,38 @@
+"""Host names as Slurm hostlists: the cases of Slurm's rules (trailing number, zero padding kept,
+ranges, names without a number), and, where Slurm is installed, the same answer as
+``scontrol show hostlist``."""
+import shutil
+import subprocess
+
+import pytest
+
+from provision.report import hostlist
+
+CASES = [
+    (["gpu046", "gpu012", "gpu044", "gpu045", "gpu045"], "gpu[012,044-046]"),  # repeats once, sorted, ranges
+    (["n9", "n10", "n11"], "n[9-11]"),  # no padding: the width grows with the number
+    (["n09", "n10"], "n[09-10]"),  # padding kept
+    (["gpu-r01-001", "gpu-r01-002", "gpu-r02-001"], "gpu-r01-[001-002],gpu-r02-001"),  # only the last number
+    (["login", "gpu1", "gpu3"], "gpu[1,3],login"),
+    (["node01"], "node01"),
+    ([], ""),
+]
+
+
+@pytest.mark.parametrize("hosts,folded", CASES)
+def test_fold_follows_slurm_rules_and_expands_back(hosts, folded):
+    assert hostlist.fold(hosts) == folded
+    assert set(hostlist.expand(folded)) == set(hosts)
+
+
+SCONTROL = shutil.which("scontrol")
+
+
+@pytest.mark.parametrize("hosts,folded", [c for c in CASES if c[0] and "login" not in c[0]])
+def test_fold_agrees_with_scontrol(hosts, folded):
+    if SCONTROL is None:
+        pytest.skip("scontrol is not installed (slurm-wlm: make test installs it)")
+    ordered = hostlist.expand(folded)  # scontrol folds neighbours in the order given
+    said = subprocess.run([SCONTROL, "show", "hostlist", ",".join(ordered)], capture_output=True, text=True,
+                          timeout=60, check=True).stdout.strip()
+    assert said == folded
