@@ -68,6 +68,20 @@ def test_junit_one_suite_per_host_failure_vs_error(tmp_path):
     assert (rundir.path.parent / "latest").resolve() == rundir.path
 
 
+def test_junit_files_are_the_documents_junit_xml_makes(tmp_path):
+    """The same XML as junit-xml's to_xml_report_string (its characters XML forbids removed too), built once."""
+    from junit_xml import to_xml_report_string
+
+    run = sample_run()
+    run.results[2].message = "tool said \x1b[31mred\x1b[0m & <stopped>"
+    junit.write(tmp_path, run)
+    for name, chosen in (("all.xml", junit.suites(run)), ("n2.xml", junit.suites(run)[1:2])):
+        theirs = to_xml_report_string(chosen, encoding="utf-8")
+        ours = (tmp_path / name).read_text()
+        assert ET.canonicalize(ours, strip_text=True) == ET.canonicalize(theirs, strip_text=True)
+    assert "\x1b" not in (tmp_path / "n2.xml").read_text()
+
+
 def test_summary_names_failing_nodes_with_the_reason():
     text = summary.render(sample_run())
     assert "n2 burnin.ib_ports FAIL: mlx5_3 port 1: rate_Gbps = 200 Gb/s" in text
