@@ -35,8 +35,9 @@ from provision.results.model import CheckResult, Run, Scope
 # encoder, and uses the C one only when indent is None (CPython Lib/json/encoder.py, JSONEncoder.iterencode);
 # 20,000 findings is about 50 hosts of a full burn-in.
 COMPACT_FINDINGS = 20_000
-# The journal's fsync, batched (``RunDir.record``): after this many results or this many seconds.
-JOURNAL_SYNC_EVERY = 64
+# The journal's fsync, batched (``RunDir.record``): after this many results or this many seconds (the bound
+# that matters: a power loss loses at most the last second's results; the count only caps a burst).
+JOURNAL_SYNC_EVERY = 1000
 JOURNAL_SYNC_S = 1.0
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 LATEST = "latest"
