@@ -14,6 +14,7 @@ passes for the localizer exactly when it passes its reference.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable
 
 from provision.checks import faults, registry
@@ -25,6 +26,7 @@ from provision.engine.scheduler import Scheduler
 from provision.errors import ParseError, ProvisionError
 from provision.fabric import localize, schedule
 from provision.fabric.model import Fabric, width_speed_for
+from provision.results.events import Planned
 from provision.results.model import FABRIC, CheckResult, Finding, Outcome
 
 PROCEDURE = ("fabric", "ib_pairs", "nccl_cluster")  # checks this procedure runs (never planned statically)
@@ -73,6 +75,7 @@ class Procedure:
         return result
 
     def _round(self, jobs: list[Job]) -> list[CheckResult]:
+        self.burnin.control.emit(Planned(dict(Counter(job.check.id for job in jobs))))  # the console's totals
         out = Scheduler(self.burnin.execute, lambda job: job.hosts, self.burnin.workers).run(
             jobs, stop=self.burnin.control.stop, not_run=self.burnin._not_run)
         for result in out:
