@@ -50,3 +50,35 @@ def test_errors_of_different_causes_stay_apart_and_a_small_run_keeps_its_table()
     text = summary.render(run)
     assert text.splitlines()[0].split() == ["host", "install", "ib_ports", "nccl_allreduce", "verdict"]
     assert "gpu0010 burnin.nccl_allreduce ERROR: all_reduce_perf is not installed (exit 127)" in text
+
+
+def test_every_view_names_the_same_failing_hosts_and_counts(tmp_path):
+    """One truth: the summary's groups, the HTML's failing rows, JUnit's failures and errors, the
+    Prometheus outcomes and the exit status all read the run's verdicts and results."""
+    import xml.etree.ElementTree as ET
+
+    from provision import core
+    from provision.errors import ExitStatus
+    from provision.report import html, junit, prometheus
+    from tests.unit.report.burnin_run import failing_run
+
+    run = failing_run()
+    bad = {h for h, v in run.verdicts().items() if v != "pass"}
+    assert bad == {"n2", "n3"}
+    grouped = {h for g in summary.groups(run) for h in g.hosts}
+    rows = {h for row in html.failures(run) for h in row["host"].split("+")}
+    junit.write(tmp_path / "junit", run)
+    suites = ET.parse(tmp_path / "junit" / "all.xml").getroot()
+    failing_suites = {s.get("name") for s in suites.iter("testsuite")
+                      if s.get("name") != junit.CLUSTER_SUITE and (int(s.get("failures")) or int(s.get("errors")))}
+    assert grouped == rows == failing_suites == bad
+    prometheus.write(tmp_path / "burnin.prom", run)
+    prom = (tmp_path / "burnin.prom").read_text()
+    text = summary.render(run)
+    counts = {v: list(run.verdicts().values()).count(v) for v in ("pass", "fail", "error")}
+    assert f"{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errored of 3 hosts" in text
+    prom_bad = {line.split('host="')[1].split('"')[0] for line in prom.splitlines()
+                if line.startswith("provision_burnin_check_outcome{") and 'outcome="pass"' not in line
+                and 'outcome="skipped"' not in line and line.endswith(" 1.0")}
+    assert prom_bad == bad
+    assert core._status(run) is ExitStatus.NODE_FAILED
