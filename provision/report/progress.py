@@ -171,8 +171,8 @@ class Progress:
 
     def _role_line(self, r: _Tally, now: float, ended: bool = False) -> str:
         task = "" if ended else f", task {r.tasks} {r.task!r}: {len(r.current)}/{r.total or '?'} hosts done"
-        return (f"install {r.name}: {r.tasks} tasks{task}; {len(r.changed)} hosts changed, {len(r.failed)} failed; "
-                f"{'took' if ended else 'elapsed'} {_clock(now - r.started_s)}")
+        return (f"install {r.name}: {_count(r.tasks, 'task')}{task}; {_count(len(r.changed), 'host')} changed, "
+                f"{len(r.failed)} failed; {'took' if ended else 'elapsed'} {_clock(now - r.started_s)}")
 
     def _renderable(self) -> Group:
         now = self.clock()
@@ -181,6 +181,10 @@ class Progress:
             if self.role is not None:
                 lines.append(self._role_line(self.role, now))
         return Group(*(Text(line, no_wrap=True, overflow="ellipsis") for line in lines))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _clock(seconds: float) -> str:

@@ -63,11 +63,11 @@ def test_the_install_gets_a_line_per_role_with_hosts_done_changed_and_failed():
     assert lines == [
         "  install role nvidia_driver",
         "  install n3           nvidia_driver: FAILED 'Install the driver packages': no package",
-        "install nvidia_driver: 1 tasks, task 1 'Install the driver packages': 2/3 hosts done; 1 hosts changed, "
+        "install nvidia_driver: 1 task, task 1 'Install the driver packages': 2/3 hosts done; 1 host changed, "
         "0 failed; elapsed 0:40",
-        "install nvidia_driver: 2 tasks; 1 hosts changed, 1 failed; took 1:00",
+        "install nvidia_driver: 2 tasks; 1 host changed, 1 failed; took 1:00",
         "  install role cuda",
-        "install cuda: 1 tasks; 0 hosts changed, 0 failed; took 0:00"]
+        "install cuda: 1 task; 0 hosts changed, 0 failed; took 0:00"]
 
 
 def test_a_terminal_gets_rich_lines_and_the_lines_that_matter_above_them():
