@@ -111,6 +111,8 @@ class Progress:
             return self._task(event, now)
         if isinstance(event, ev.TaskResult):
             return self._task_result(event, now)
+        if isinstance(event, ev.PlaybookEnded):
+            return self._end_role()
         return []
 
     def _finished(self, result, now: float) -> list[str]:

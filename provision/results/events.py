@@ -3,7 +3,7 @@ view (``provision.report.progress``), so that neither formats a line itself.
 
 The burn-in emits ``Planned`` once per scheduler run (jobs per check), then ``JobStarted`` and
 ``JobFinished`` per job; the install emits ``TaskStarted`` per playbook task and ``TaskResult``
-per host and task (from ansible-runner's events). Times are the listener's own clock.
+per host and task (from ansible-runner's events), ``PlaybookEnded`` at its end. Times are the listener's own clock.
 """
 from __future__ import annotations
 
@@ -52,5 +52,10 @@ class TaskResult:
     changed: bool
 
 
-Event = Planned | JobStarted | JobFinished | TaskStarted | TaskResult
+@dataclass(frozen=True)
+class PlaybookEnded:
+    """The install's playbook ended (its last role with it)."""
+
+
+Event = Planned | JobStarted | JobFinished | TaskStarted | TaskResult | PlaybookEnded
 Listener = Callable[[Event], None]

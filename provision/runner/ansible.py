@@ -28,7 +28,7 @@ from ansible_runner.utils import get_callback_dir
 
 from provision import paths
 from provision.errors import RunnerError
-from provision.results.events import Listener, TaskResult, TaskStarted
+from provision.results.events import Listener, PlaybookEnded, TaskResult, TaskStarted
 
 
 # What the playbook inherits from the controller's environment; everything else is dropped.
@@ -180,6 +180,8 @@ def _emit(event: dict, events: Listener, total: int) -> None:
     kind, data = event.get("event", ""), event.get("event_data", {})
     if kind == "playbook_on_task_start":
         events(TaskStarted(data.get("role") or "play", data.get("task", ""), total))
+    elif kind == "playbook_on_stats":  # Ansible's recap: the playbook's last event
+        events(PlaybookEnded())
     elif kind in _STATUS and data.get("host"):
         failed = kind == "runner_on_failed" and not data.get("ignore_errors")
         events(TaskResult(data.get("role") or "play", data["host"], "ok" if kind == "runner_on_failed" and not failed

@@ -28,3 +28,25 @@ def test_an_unknown_host_key_is_named():
 
 def test_other_messages_are_kept_on_one_line():
     assert _msg({"msg": "E: Unable to locate\n package   foo"}) == "E: Unable to locate package foo"
+
+
+def test_ansible_runner_events_become_progress_events_and_failures_still_print():
+    from provision.runner.ansible import _event_handler
+    from provision.results.events import PlaybookEnded, TaskResult, TaskStarted
+
+    seen, lines, hosts = [], [], {}
+    handle = _event_handler(hosts, lines.append, seen.append, 2)
+    for event in (
+            {"event": "playbook_on_task_start", "event_data": {"role": "cudnn", "task": "Install cuDNN"}},
+            {"event": "runner_on_ok", "event_data": {"role": "cudnn", "host": "n1", "res": {"changed": True}}},
+            {"event": "runner_on_failed", "event_data": {"role": "cudnn", "host": "n2", "task": "Install cuDNN",
+                                                         "res": {"msg": "no package"}}},
+            {"event": "runner_on_failed", "event_data": {"role": "cudnn", "host": "n1", "ignore_errors": True,
+                                                         "res": {"msg": "tolerated"}}},
+            {"event": "playbook_on_stats", "event_data": {}}):
+        assert handle(event) is True
+    assert seen == [TaskStarted("cudnn", "Install cuDNN", 2), TaskResult("cudnn", "n1", "ok", True),
+                    TaskResult("cudnn", "n2", "failed", False), TaskResult("cudnn", "n1", "ok", False),
+                    PlaybookEnded()]
+    assert lines == ["  install n2           cudnn: FAILED 'Install cuDNN': no package"]  # no line per role
+    assert hosts["n2"].status == "failed" and hosts["n1"].status == "ok"

@@ -6,7 +6,7 @@ import io
 from rich.console import Console
 
 from provision.report.progress import Progress
-from provision.results.events import JobFinished, JobStarted, Planned, TaskResult, TaskStarted
+from provision.results.events import JobFinished, JobStarted, Planned, PlaybookEnded, TaskResult, TaskStarted
 from provision.results.model import CheckResult, Outcome
 
 
@@ -60,6 +60,8 @@ def test_the_install_gets_a_line_per_role_with_hosts_done_changed_and_failed():
             view.event(TaskResult("nvidia_driver", host, status, changed))
         view.event(TaskStarted("nvidia_driver", "Load the driver", 3))
         view.event(TaskStarted("cuda", "Install CUDA", 3))
+        view.event(PlaybookEnded())
+        view.line("install: done")
     assert lines == [
         "  install role nvidia_driver",
         "  install n3           nvidia_driver: FAILED 'Install the driver packages': no package",
@@ -67,7 +69,8 @@ def test_the_install_gets_a_line_per_role_with_hosts_done_changed_and_failed():
         "0 failed; elapsed 0:40",
         "install nvidia_driver: 2 tasks; 1 host changed, 1 failed; took 1:00",
         "  install role cuda",
-        "install cuda: 1 task; 0 hosts changed, 0 failed; took 0:00"]
+        "install cuda: 1 task; 0 hosts changed, 0 failed; took 0:00",
+        "install: done"]  # the last role's line when the playbook ends, not when the job does
 
 
 def test_a_terminal_gets_rich_lines_and_the_lines_that_matter_above_them():
