@@ -15,14 +15,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
+from rich.table import Table
 from rich.text import Text
 
 from provision.results import events as ev
 
 EVERY_S = 30.0  # a CI log gets a check's line at most this often
 REFRESH_PER_S = 2  # rich redraws the live lines this often
+TEXT_COLUMN = 24  # the live table's task or host column at most: the counts stay readable on 80 columns
 
 
 @dataclass
@@ -176,13 +178,34 @@ class Progress:
         return (f"install {r.name}: {_count(r.tasks, 'task')}{task}; {_count(len(r.changed), 'host')} changed, "
                 f"{len(r.failed)} failed; {'took' if ended else 'elapsed'} {_clock(now - r.started_s)}")
 
-    def _renderable(self) -> Group:
+    def _renderable(self) -> Table:
+        """The live lines as one table whose columns fit an 80-column terminal: the install's role, or a
+        row per running check."""
         now = self.clock()
         with self.lock:
-            lines = [self._check_line(t, now) for t in self.checks.values()]
             if self.role is not None:
-                lines.append(self._role_line(self.role, now))
-        return Group(*(Text(line, no_wrap=True, overflow="ellipsis") for line in lines))
+                r = self.role
+                table = _table("install role", "hosts done", "changed", "failed", "current task", "elapsed")
+                table.add_row(r.name, f"{len(r.current)}/{r.total or '?'}", str(len(r.changed)), str(len(r.failed)),
+                              f"{r.tasks}: {r.task}", _clock(now - r.started_s))
+                return table
+            table = _table("burnin check", "done", "passed", "failed", "errored", "slowest running", "elapsed")
+            for t in self.checks.values():
+                slowest = min(t.running.items(), key=lambda item: item[1]) if t.running else None
+                table.add_row(t.name, f"{t.done}/{t.total}", str(t.counts["pass"]), str(t.counts["fail"]),
+                              str(t.counts["error"]), f"{slowest[0]} {now - slowest[1]:.0f} s" if slowest else "",
+                              _clock(now - t.started_s))
+            return table
+
+
+def _table(*titles: str) -> Table:
+    """A borderless table, the names (first) and tasks (before last) left-aligned and cut with an ellipsis."""
+    table = Table(box=None, padding=(0, 1), show_edge=False)
+    for i, title in enumerate(titles):
+        last_but_one = i == len(titles) - 2
+        table.add_column(title, no_wrap=True, overflow="ellipsis", max_width=TEXT_COLUMN if last_but_one else None,
+                         justify="left" if i == 0 or last_but_one else "right")
+    return table
 
 
 def _count(n: int, noun: str) -> str:
