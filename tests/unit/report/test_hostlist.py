@@ -1,6 +1,7 @@
 """Host names as Slurm hostlists: the cases of Slurm's rules (trailing number, zero padding kept,
 ranges, names without a number), and, where Slurm is installed, the same answer as
 ``scontrol show hostlist``."""
+import os
 import shutil
 import subprocess
 
@@ -29,10 +30,13 @@ SCONTROL = shutil.which("scontrol")
 
 
 @pytest.mark.parametrize("hosts,folded", [c for c in CASES if c[0] and "login" not in c[0]])
-def test_fold_agrees_with_scontrol(hosts, folded):
+def test_fold_agrees_with_scontrol(hosts, folded, tmp_path):
     if SCONTROL is None:
         pytest.skip("scontrol is not installed (slurm-wlm: make test installs it)")
+    conf = tmp_path / "slurm.conf"  # scontrol reads a configuration even to fold names; no daemon is asked
+    conf.write_text("ClusterName=hostlist\nSlurmctldHost=localhost\nNodeName=localhost\n"
+                    "PartitionName=p Nodes=localhost\n")
     ordered = hostlist.expand(folded)  # scontrol folds neighbours in the order given
     said = subprocess.run([SCONTROL, "show", "hostlist", ",".join(ordered)], capture_output=True, text=True,
-                          timeout=60, check=True).stdout.strip()
+                          timeout=60, check=True, env={**os.environ, "SLURM_CONF": str(conf)}).stdout.strip()
     assert said == folded
