@@ -15,7 +15,6 @@ machine, and paramiko's host key policy is its own, not OpenSSH's known_hosts wi
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
 
@@ -88,8 +87,7 @@ def build(session: Session, ansible_host) -> Host:
     host_vars = {k: v for k, v in f.vars.items() if k not in INTERNAL_VARS}
     host_vars.update({k: f.get((k,))[1] for k in TEMPLATED if k in f.vars})
     if profile is not None:
-        _check_overrides(f, profile, host_vars.get("provision_reference_overrides"))
-        _check_site(f, profile, host_vars)
+        _check_profile(f, profile, host_vars)
         _check_timeouts(f, host_vars.get("provision_check_timeouts"))
         _check_host_keys(f)
         _check_connection(f)
@@ -139,32 +137,24 @@ def _profile(f: Fields) -> str | None:
         raise f.problem(field, f"field '{field}' must be the name of a bundled profile, not a path "
                                f"(known: {', '.join(profiles.names())}); got {name!r}")
     try:
-        _profile_named(str(name))
+        profiles.load(str(name))  # read and validated once per profile, however many hosts name it
     except ProfileError as exc:
         raise f.problem(field, f"field '{field}': {exc}") from None
     return str(name)
 
 
-@functools.lru_cache(maxsize=None)
-def _profile_named(name: str) -> profiles.Profile:
-    """A profile, parsed once per process however many hosts name it (with_overrides copies it)."""
-    return profiles.load(name)
-
-
-def _check_overrides(f: Fields, profile: str, overrides) -> None:
+def _check_profile(f: Fields, profile: str, host_vars: dict) -> None:
+    """The host's view of its profile (``profiles.for_host``: overrides merged and the result
+    validated, site facts against site.schema.json), built once per distinct overrides and site
+    facts; an error names the file and line of the field it comes from."""
     try:
-        _profile_named(profile).with_overrides(overrides, f"host {f.name}")
-    except ProfileError as exc:
-        raise f.problem("provision_reference_overrides", str(exc).removeprefix(f"host {f.name}: ")) from None
-
-
-def _check_site(f: Fields, profile: str, host_vars: dict) -> None:
-    """The site facts (``SITE_FACTS``) against site.schema.json, naming the file and line of the first one set."""
-    try:
-        _profile_named(profile).with_site(host_vars, f"host {f.name}")
+        profiles.for_host(profile, host_vars, f.name)
     except ProfileError as exc:
         text = str(exc).removeprefix(f"host {f.name}: ")
-        field = next((k for k in SITE_FACTS if text.startswith(k)), next(k for k in SITE_FACTS if k in host_vars))
+        if text.startswith("provision_reference_overrides"):
+            raise f.problem("provision_reference_overrides", text) from None
+        field = next((k for k in SITE_FACTS if text.startswith(k)), next((k for k in SITE_FACTS if k in host_vars),
+                                                                          "provision_profile"))
         raise f.problem(field, text) from None
 
 

@@ -13,11 +13,19 @@ The rest of what a check needs lives with its own concern:
 - the simulator's healthy figures: ``provision/sim/figures.yaml``.
 ``for_host`` puts a host's profile together: the profile, the site's reference overrides
 (``provision_reference_overrides``) and its site facts.
+
+Work once per distinct thing: ``load`` reads and validates a profile once per file (and again only
+when the file changes), ``for_host`` builds a host's view once per distinct (profile, overrides,
+site facts), so 1,250 hosts of one profile cost one load, not 1,250. A profile's ``data`` and
+``site`` are read-only (``frozen``: a change raises TypeError) since every host of that name
+shares them; ``with_overrides`` works on a deep copy, so one host's overrides never reach another.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +34,14 @@ import yaml
 
 from provision.errors import ProfileError
 from provision.profiles import release, schema
+from provision.profiles.frozen import freeze
 from provision.results.model import Reference
 
 DATA_DIR = Path(__file__).with_name("data")
 BONDING_DIR = "/proc/net/bonding"  # the bonding driver's status files (kernel bonding.rst)
 # Hardware feature -> the key path whose value must be truthy (``Profile.has``).
 FEATURES = {"gpu": ("gpu", "count"), "hca": ("hca", "count"), "nvlink": ("gpu", "nvlink", "links")}
+SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
 
 
 @dataclass(frozen=True)
@@ -105,18 +115,17 @@ class Profile:
             schema.validate(data, "profile", origin)
         except ProfileError as exc:  # name the override as well as the key it made wrong
             raise ProfileError(str(exc).replace(f"{origin}: ", f"{where}: ", 1)) from None
-        return dataclasses.replace(self, data=data)
+        return dataclasses.replace(self, data=freeze(data))
 
     def with_site(self, host_vars: dict, origin: str) -> "Profile":
         """A copy with the site facts of a host's variables (``provision_storage``), validated
         against ``site.schema.json``; ``bonding_dir`` defaults to /proc/net/bonding."""
-        facts = {k: host_vars[k] for k in ("provision_storage", "provision_regression", "provision_plan")
-                 if host_vars.get(k) is not None}
+        facts = {k: host_vars[k] for k in SITE_FACTS if host_vars.get(k) is not None}
         schema.validate(facts, "site", origin)
         site = {}
         if "provision_storage" in facts:
             site["storage"] = {"bonding_dir": BONDING_DIR, **facts["provision_storage"]}
-        return dataclasses.replace(self, site=site)
+        return dataclasses.replace(self, site=freeze(site))
 
     def for_target(self, target: str | None) -> "Profile":
         """A copy for a node of NVIDIA repository folder ``target`` (its pins: ``stack``)."""
@@ -126,10 +135,29 @@ class Profile:
 def for_host(profile_name: str, host_vars: dict, host_name: str) -> Profile:
     """Host ``host_name``'s profile: ``profile_name`` loaded, its site's reference overrides
     (``provision_reference_overrides``) and site facts (``provision_storage``) from
-    ``host_vars`` applied. Raises ProfileError naming ``host <name>`` and the key."""
+    ``host_vars`` applied. Raises ProfileError naming ``host <name>`` and the key.
+
+    Built once per distinct (profile file, overrides, site facts) and shared, read-only, by every
+    host that has the same; a host whose values are not JSON data gets a view of its own."""
     origin = f"host {host_name}"
-    profile = load(profile_name).with_overrides(host_vars.get("provision_reference_overrides"), origin)
-    return profile.with_site(host_vars, origin)
+    overrides = host_vars.get("provision_reference_overrides")
+    facts = {k: host_vars[k] for k in SITE_FACTS if host_vars.get(k) is not None}
+    try:
+        key = (str(_path(profile_name)), _stamp(_path(profile_name)),
+               json.dumps([overrides, facts], sort_keys=True))
+    except (TypeError, ValueError):  # not JSON data: built for this host alone
+        return load(profile_name).with_overrides(overrides, origin).with_site(facts, origin)
+    view = _VIEWS.get(key)
+    if view is None:  # a failure raises naming this host and is not kept
+        view = load(profile_name).with_overrides(overrides, origin).with_site(facts, origin)
+        if len(_VIEWS) >= MAX_VIEWS:
+            _VIEWS.clear()
+        _VIEWS[key] = view
+    return view
+
+
+MAX_VIEWS = 4096  # distinct host views kept; beyond it the memo starts again (a bound, not a tuned figure)
+_VIEWS: dict[tuple, Profile] = {}
 
 
 def target_of(os_release: dict) -> str | None:
@@ -151,13 +179,38 @@ def names() -> list[str]:
 
 
 def load(name: str) -> Profile:
-    """Load a bundled profile by name, or a YAML file by path. Raises ProfileError."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else DATA_DIR / f"{name}.yaml"
+    """Load a bundled profile by name, or a YAML file by path. Raises ProfileError.
+
+    Read and validated once per file and content stamp (path, modification time, size): later
+    calls return the same read-only Profile."""
+    path = _path(name)
     if not path.is_file():
         raise ProfileError(f"{path}: no such hardware profile (known: {', '.join(names())})")
+    return _load(path, _stamp(path))
+
+
+def _path(name: str) -> Path:
+    return Path(name) if name.endswith((".yaml", ".yml")) else DATA_DIR / f"{name}.yaml"
+
+
+def _stamp(path: Path) -> tuple:
+    """What says the file is the one read before: (modification time ns, size); () when unreadable."""
     try:
-        data = yaml.safe_load(path.read_text())
+        info = path.stat()
+    except OSError:
+        return ()
+    return (info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _load(path: Path, stamp: tuple) -> Profile:
+    try:
+        data = yaml.load(path.read_text(), Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     schema.validate(data, "profile", str(path))
-    return Profile(data["name"], data, str(path))
+    return Profile(data["name"], freeze(data), str(path))
+
+
+# libyaml's safe loader when PyYAML was built with it (the same YAML, several times faster), else PyYAML's own.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
