@@ -23,7 +23,7 @@ class FrozenDict(dict):
     """A dict that refuses changes; ``copy.deepcopy`` of it is a plain dict."""
 
     __setitem__ = __delitem__ = __ior__ = _refuse
-    update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+    update = setdefault = pop = popitem = clear = _refuse
 
     def __deepcopy__(self, memo: dict) -> dict:
         return {copy.deepcopy(k, memo): copy.deepcopy(v, memo) for k, v in self.items()}
@@ -39,7 +39,7 @@ class FrozenList(list):
     """A list that refuses changes; ``copy.deepcopy`` of it is a plain list."""
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
 
     def __deepcopy__(self, memo: dict) -> list:
         return [copy.deepcopy(v, memo) for v in self]
