@@ -398,12 +398,16 @@ def _gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inv
     if not inventory.gpu_hosts:
         raise ProvisionError(f"{inventory.label}: no GPU node to run on: no host{' in --limit' if limit else ''} "
                              "has provision_profile (see `provision inventory`)")
+    checked: dict[int, profiles.Profile] = {}  # hosts of one profile and the same overrides share a view: once
     for host in inventory.gpu_hosts:  # a bad profile or site variable stops the run before any node is touched
         profile = profiles.for_host(str(host.profile), host.vars, host.name)
+        if id(profile) in checked:
+            continue
         try:
             references.validate(profile)
         except ProfileError as exc:
             raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
+        checked[id(profile)] = profile  # kept, so that no other view can take its id
     for warning in inventory.warnings:
         progress(f"provision: warning: {warning}")
     if others:
@@ -706,7 +710,10 @@ def _check_set(name: str, hosts: list, only_checks: list[str] | None) -> list[st
     if only_checks is not None:
         raise ProvisionError("--check-set and --checks: give one of them")
     known, wanted = checks.ids(), set()
+    first: dict[str, inv.Host] = {}
     for host in hosts:
+        first.setdefault(str(host.profile), host)
+    for host in first.values():  # the first host of each profile speaks for it
         profile = profiles.load(str(host.profile))
         sets = profile.get("check_sets") or {}
         if name not in sets:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from provision import paths
 from provision.errors import InventoryError
@@ -64,7 +65,9 @@ class Problem(InventoryError):
 
 @dataclass(frozen=True)
 class Inventory:
-    """``path`` is the first source; ``hosts`` the hosts that passed; ``problems`` one per bad host."""
+    """``path`` is the first source; ``hosts`` the hosts that passed; ``problems`` one per bad host;
+    ``session`` Ansible's parsed sources (``_ansible.Session``, None when not read by ``read``), kept
+    so that a later step of the same run (the plan's playbook variables) does not parse them again."""
 
     path: Path
     hosts: tuple[Host, ...]
@@ -72,6 +75,7 @@ class Inventory:
     vault: Vault = Vault()
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
+    session: Any = field(default=None, repr=False, compare=False, hash=False)
 
     def host(self, name: str) -> Host:
         return next(h for h in self.hosts if h.name == name)
@@ -121,7 +125,7 @@ def read(sources: Path | Sequence[Path], vault: Vault = Vault(), limit: list[str
         except Problem as problem:
             problems.append(problem)
     return Inventory(path=sources[0], hosts=tuple(hosts), sources=sources, vault=vault,
-                     problems=_merge(problems), warnings=tuple(session.warnings()))
+                     problems=_merge(problems), warnings=tuple(session.warnings()), session=session)
 
 
 def load(sources: Path | Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None) -> Inventory:

@@ -50,21 +50,36 @@ def role_defaults(roles: Sequence[str]) -> dict:
 
 def play_vars(sources: Sequence[Path], names: Sequence[str], facts: Callable[[str, dict], dict[str, dict] | None],
               vault: Vault = Vault(), limit: list[str] | None = None,
-              roles: Sequence[str] = ()) -> tuple[dict[str, dict[str, dict]], list[Problem]]:
+              roles: Sequence[str] = (), session=None) -> tuple[dict[str, dict[str, dict]], list[Problem]]:
     """({host: {label: {name: templated value}}}, problems) for the hosts of ``sources``.
 
     ``facts(host, raw_vars)`` gives {label: ansible_facts} to template with, once per label (a node's
     possible OS targets), or None to skip the host (not a GPU node). A name the host lacks falls back to
-    ``roles``' defaults; a name that cannot be templated is a Problem (file, host, field). Raises
-    InventoryError as ``inventory.read``.
+    ``roles``' defaults; a name that cannot be templated is a Problem (file, host, field). ``session``:
+    the ``_ansible.Session`` that already read ``sources`` (``Inventory.session``), used instead of
+    parsing them again (its base folder is the playbooks' while this runs). Raises InventoryError as
+    ``inventory.read``.
     """
     from provision.inventory import _ansible
-    from provision.inventory.fields import plain
 
     _plugins()
     defaults = role_defaults(roles)
-    session = _ansible.Session([str(s) for s in sources], vault.ids, vault.password_files)
+    if session is None:
+        session = _ansible.Session([str(s) for s in sources], vault.ids, vault.password_files)
+    before = session.loader.get_basedir()
     session.loader.set_basedir(str(PLAYBOOKS))  # playbooks/group_vars join the precedence, as in a run
+    try:
+        return _templated(session, sources, names, facts, limit, defaults)
+    finally:
+        session.loader.set_basedir(before)
+
+
+def _templated(session, sources: Sequence[Path], names: Sequence[str],
+               facts: Callable[[str, dict], dict[str, dict] | None], limit: list[str] | None,
+               defaults: dict) -> tuple[dict[str, dict[str, dict]], list[Problem]]:
+    from provision.inventory import _ansible
+    from provision.inventory.fields import plain
+
     selected, unknown = session.select(limit)
     if unknown:
         raise InventoryError(f"--limit names hosts not in the inventory: {', '.join(unknown)}")

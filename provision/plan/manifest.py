@@ -35,9 +35,10 @@ OS_VAR = "provision_os"
 REQUIREMENT_NAME = re.compile(r"\s*[A-Za-z0-9]")  # a requirement starts with its project name (PEP 508)
 
 
-def stacks(sources: Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None
+def stacks(sources: Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None, session=None
            ) -> tuple[dict[str, list[Stack]], list[Problem]]:
-    """({host: [its Stack per target]}, problems) for the GPU nodes of ``sources``. Raises InventoryError."""
+    """({host: [its Stack per target]}, problems) for the GPU nodes of ``sources``; ``session`` the
+    inventory's parsed sources when already read (``Inventory.session``). Raises InventoryError."""
     problems: list[Problem] = []
 
     def facts(host: str, variables: dict) -> dict[str, dict] | None:
@@ -50,7 +51,8 @@ def stacks(sources: Sequence[Path], vault: Vault = Vault(), limit: list[str] | N
             return None
         return {target: TARGETS[target]} if target else dict(TARGETS)
 
-    found, templating = playvars.play_vars(sources, (*VARIABLES, "provision_profile"), facts, vault, limit, ROLES)
+    found, templating = playvars.play_vars(sources, (*VARIABLES, "provision_profile"), facts, vault, limit, ROLES,
+                                           session)
     problems += templating
     out: dict[str, list[Stack]] = {}
     for host, per_target in found.items():

@@ -57,7 +57,8 @@ class Plan:
 def plan(inventory: inv.Inventory, vault: inv.Vault = inv.Vault(), limit: list[str] | None = None) -> Plan:
     """The plan of ``inventory``'s GPU nodes. Raises InventoryError when the inventory cannot be read."""
     result = Plan()
-    per_host, result.problems = manifest.stacks(inventory.sources or (inventory.path,), vault, limit)
+    per_host, result.problems = manifest.stacks(inventory.sources or (inventory.path,), vault, limit,
+                                                inventory.session)
     grouped: dict[Stack, list[str]] = defaultdict(list)
     for host, stacks in per_host.items():
         for s in stacks:
