@@ -14,8 +14,8 @@ The rest of what a check needs lives with its own concern:
 ``for_host`` puts a host's profile together: the profile, the site's reference overrides
 (``provision_reference_overrides``) and its site facts.
 
-Work once per distinct thing: ``load`` reads and validates a profile once per file (and again only
-when the file changes), ``for_host`` builds a host's view once per distinct (profile, overrides,
+Work once per distinct thing: ``load`` parses and validates a profile once per file (and again only
+when its text changes), ``for_host`` builds a host's view once per distinct (profile, overrides,
 site facts), so 1,250 hosts of one profile cost one load, not 1,250. A profile's ``data`` and
 ``site`` are read-only (``frozen``: a change raises TypeError) since every host of that name
 shares them; ``with_overrides`` works on a deep copy, so one host's overrides never reach another.
@@ -125,7 +125,7 @@ class Profile:
         site = {}
         if "provision_storage" in facts:
             site["storage"] = {"bonding_dir": BONDING_DIR, **facts["provision_storage"]}
-        return dataclasses.replace(self, site=freeze(site))
+        return self if site == self.site else dataclasses.replace(self, site=freeze(site))
 
     def for_target(self, target: str | None) -> "Profile":
         """A copy for a node of NVIDIA repository folder ``target`` (its pins: ``stack``)."""
@@ -137,27 +137,28 @@ def for_host(profile_name: str, host_vars: dict, host_name: str) -> Profile:
     (``provision_reference_overrides``) and site facts (``provision_storage``) from
     ``host_vars`` applied. Raises ProfileError naming ``host <name>`` and the key.
 
-    Built once per distinct (profile file, overrides, site facts) and shared, read-only, by every
-    host that has the same; a host whose values are not JSON data gets a view of its own."""
+    Built once per distinct (profile as loaded, overrides, site facts) and shared, read-only, by
+    every host that has the same; a host whose values are not JSON data gets a view of its own."""
     origin = f"host {host_name}"
+    base = load(profile_name)
     overrides = host_vars.get("provision_reference_overrides")
     facts = {k: host_vars[k] for k in SITE_FACTS if host_vars.get(k) is not None}
     try:
-        key = (str(_path(profile_name)), _stamp(_path(profile_name)),
-               json.dumps([overrides, facts], sort_keys=True))
+        key = (id(base), json.dumps([overrides, facts], sort_keys=True))
     except (TypeError, ValueError):  # not JSON data: built for this host alone
-        return load(profile_name).with_overrides(overrides, origin).with_site(facts, origin)
-    view = _VIEWS.get(key)
-    if view is None:  # a failure raises naming this host and is not kept
-        view = load(profile_name).with_overrides(overrides, origin).with_site(facts, origin)
-        if len(_VIEWS) >= MAX_VIEWS:
-            _VIEWS.clear()
-        _VIEWS[key] = view
+        return base.with_overrides(overrides, origin).with_site(facts, origin)
+    found = _VIEWS.get(key)
+    if found is not None and found[0] is base:
+        return found[1]
+    view = base.with_overrides(overrides, origin).with_site(facts, origin)  # raises naming this host; not kept
+    if len(_VIEWS) >= MAX_VIEWS:
+        _VIEWS.clear()
+    _VIEWS[key] = (base, view)  # the base is kept with its view, so that its id names it
     return view
 
 
 MAX_VIEWS = 4096  # distinct host views kept; beyond it the memo starts again (a bound, not a tuned figure)
-_VIEWS: dict[tuple, Profile] = {}
+_VIEWS: dict[tuple, tuple[Profile, Profile]] = {}
 
 
 def target_of(os_release: dict) -> str | None:
@@ -181,31 +182,18 @@ def names() -> list[str]:
 def load(name: str) -> Profile:
     """Load a bundled profile by name, or a YAML file by path. Raises ProfileError.
 
-    Read and validated once per file and content stamp (path, modification time, size): later
-    calls return the same read-only Profile."""
-    path = _path(name)
+    Parsed and validated once per file and content: a later call finds the same text and returns
+    the same read-only Profile (a changed file is read again)."""
+    path = Path(name) if name.endswith((".yaml", ".yml")) else DATA_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ProfileError(f"{path}: no such hardware profile (known: {', '.join(names())})")
-    return _load(path, _stamp(path))
+    return _parsed(path, path.read_text())
 
 
-def _path(name: str) -> Path:
-    return Path(name) if name.endswith((".yaml", ".yml")) else DATA_DIR / f"{name}.yaml"
-
-
-def _stamp(path: Path) -> tuple:
-    """What says the file is the one read before: (modification time ns, size); () when unreadable."""
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path, text: str) -> Profile:
     try:
-        info = path.stat()
-    except OSError:
-        return ()
-    return (info.st_mtime_ns, info.st_size)
-
-
-@functools.lru_cache(maxsize=256)
-def _load(path: Path, stamp: tuple) -> Profile:
-    try:
-        data = yaml.load(path.read_text(), Loader=_LOADER)
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     schema.validate(data, "profile", str(path))

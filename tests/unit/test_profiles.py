@@ -293,3 +293,61 @@ def test_every_object_in_the_schemas_is_closed(name):
             for item in node:
                 walk(item, path)
     walk(schema.validator(name).schema, ("site",) if name == "site" else ())
+
+
+# --- once per distinct thing: a profile is parsed and validated once, a host's view built once -------------------
+
+def test_a_profile_is_parsed_and_validated_once_however_many_hosts_name_it(tmp_path, monkeypatch):
+    from provision.profiles import schema
+
+    path = write_variant(tmp_path, lambda data: None)
+    parsed, validated = [], []
+    real_load, real_validate = yaml.load, schema.validate
+    monkeypatch.setattr(yaml, "load", lambda text, Loader: parsed.append(text) or real_load(text, Loader=Loader))
+    monkeypatch.setattr(schema, "validate", lambda data, name, origin, prefix="": validated.append(name) or
+                        real_validate(data, name, origin, prefix))
+    views = [profiles.for_host(str(path), {"ansible_host": f"10.0.0.{i}"}, f"n{i}") for i in range(200)]
+    loads = [profiles.load(str(path)) for _ in range(200)]
+    assert len(parsed) == 1 and validated == ["profile", "site"]  # the file once; the empty site facts once
+    assert all(view is views[0] for view in views) and all(p is loads[0] for p in loads)
+
+
+def test_a_changed_profile_file_is_read_again(tmp_path):
+    path = write_variant(tmp_path, lambda data: None)
+    assert profiles.load(str(path)).reference("ib_write_bw", "bw_avg_Gbps").value == 400.0
+    path.write_text(path.read_text().replace("value: 400.0", "value: 390.0", 1))
+    assert profiles.load(str(path)).reference("ib_write_bw", "bw_avg_Gbps").value == 390.0
+
+
+def test_each_host_keeps_its_own_overrides_and_shares_only_equal_ones():
+    def host(value=None):
+        return {"provision_reference_overrides": {"ib_write_bw": {"bw_avg_Gbps": {"value": value}}}} if value else {}
+
+    a, b, c, a_again = (profiles.for_host("h100-sxm5-80g-ndr", host(v), n)
+                        for v, n in ((360.0, "a"), (None, "b"), (370.0, "c"), (360.0, "a2")))
+    assert [p.reference("ib_write_bw", "bw_avg_Gbps").value for p in (a, b, c, a_again)] == [360.0, 400.0, 370.0,
+                                                                                             360.0]
+    assert a_again is a and b is profiles.load("h100-sxm5-80g-ndr") and c is not a
+    assert profiles.load("h100-sxm5-80g-ndr").reference("ib_write_bw", "bw_avg_Gbps").value == 400.0
+
+
+def test_a_shared_profile_refuses_changes_and_copies_are_plain():
+    profile = profiles.for_host("h100-sxm5-80g-ndr", {"provision_storage": STORAGE}, "n1")
+    refs = profile.data["references"]
+    for change in (lambda: refs["ib_write_bw"]["bw_avg_Gbps"].update(value=1.0), lambda: refs.pop("ib_write_bw"),
+                   lambda: profile.data["check_sets"]["quick"].append("storage"),
+                   lambda: profile.site["storage"].__setitem__("bond", "bond1")):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert profile.reference("ib_write_bw", "bw_avg_Gbps").value == 400.0
+    mine = copy.deepcopy(profile.data)
+    mine["references"]["ib_write_bw"]["bw_avg_Gbps"]["value"] = 1.0  # a copy is the caller's own
+    assert type(mine) is dict and type(mine["check_sets"]["quick"]) is list
+    assert yaml.safe_load(yaml.safe_dump(profile.data)) == mine | {"references": profile.data["references"]}
+
+
+def test_a_bad_override_names_each_host_that_has_it():
+    bad = {"provision_reference_overrides": {"ib_write_bw": {"bw_avg_Gbps": {"value": "fast"}}}}
+    for name in ("n1", "n2"):
+        with pytest.raises(ProfileError, match=f"^host {name}: provision_reference_overrides: "):
+            profiles.for_host("h100-sxm5-80g-ndr", bad, name)

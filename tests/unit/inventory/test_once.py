@@ -1,0 +1,92 @@
+"""Work once per distinct thing: the stack variables templated once per distinct set of inputs, the
+inventory parsed once per run. Calls are counted (spies), never timed. Addresses are TEST-NET-1
+(RFC 5737): nothing connects to them."""
+import pytest
+
+from provision import core
+from provision import inventory as inv
+from provision.inventory import _ansible, playvars
+from provision.plan import manifest
+
+GROUP = """---
+all:
+  children:
+    gpu:
+      vars:
+        provision_profile: h100-sxm5-80g-ndr
+        provision_os: debian12
+        driver_of_rack: "550.127.05"
+      hosts:
+"""
+
+
+def inventory(tmp_path, hosts: dict[str, str]):
+    """hosts.yml with one group of ``hosts`` (name -> extra YAML flow mapping entries)."""
+    lines = [f"        {name}: {{ansible_host: 192.0.2.{i + 1}{', ' + extra if extra else ''}}}"
+             for i, (name, extra) in enumerate(hosts.items())]
+    (tmp_path / "hosts.yml").write_text(GROUP + "\n".join(lines) + "\n")
+    return tmp_path
+
+
+@pytest.fixture
+def renders(monkeypatch):
+    """The hosts each stack rendering was made for."""
+    made, real = [], playvars._render
+    monkeypatch.setattr(playvars, "_render", lambda session, variables, names, given, host, *rest:
+                        made.append(host) or real(session, variables, names, given, host, *rest))
+    return made
+
+
+def stacks_uncached(path, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(playvars, "_inputs", lambda *args: None)
+        return manifest.stacks([path])
+
+
+def test_the_stack_is_templated_once_for_hosts_with_the_same_inputs(tmp_path, renders, monkeypatch):
+    hosts = {f"n{i:02d}": f"provision_reference_overrides: {{ib_write_bw: {{bw_avg_Gbps: {{value: {360 + i}}}}}}}"
+             for i in range(12)}  # each host has variables of its own, none the stack reads
+    hosts |= {"d1": 'nvidia_driver_version: "{{ driver_of_rack }}", driver_of_rack: "550.90.07"',
+              "d2": 'nvidia_driver_version: "{{ driver_of_rack }}", driver_of_rack: "550.90.07"',
+              "d3": 'nvidia_driver_version: "{{ driver_of_rack }}"'}  # its group's value, through a template
+    path = inventory(tmp_path, hosts)
+    found, problems = manifest.stacks([path])
+    assert not problems and renders == ["n00", "d1", "d3"]  # the group's stack, d1 and d2's, d3's
+    assert {s.driver for h in ("d1", "d2") for s in found[h]} == {"550.90.07"}
+    assert found["d3"][0].driver == "550.127.05" and found["n00"][0].driver != "550.90.07"
+    assert found == stacks_uncached(path, monkeypatch)[0]  # the same stacks as templating every host
+
+
+def test_a_template_reading_hostvars_is_templated_for_each_host(tmp_path, renders, monkeypatch):
+    dynamic = 'nvidia_driver_version: "{{ hostvars[inventory_hostname].mine }}"'
+    path = inventory(tmp_path, {f"n{i}": f'{dynamic}, mine: "550.{i}.1"' for i in range(4)})
+    found, problems = manifest.stacks([path])
+    assert not problems and len(renders) == 4
+    assert [found[f"n{i}"][0].driver for i in range(4)] == [f"550.{i}.1" for i in range(4)]
+    assert found == stacks_uncached(path, monkeypatch)[0]
+
+
+@pytest.mark.parametrize("text, names", [
+    ("{{ a.b | combine((c[d] | default({})).e) }}", {"a", "c", "d"}),
+    ("plain text", set()),
+    ("{% for x in xs %}{{ x ~ y }}{% endfor %}", {"xs", "x", "y"}),  # x counted too: only a larger key
+])
+def test_the_names_a_template_reads(text, names):
+    assert playvars._names_in(text) == frozenset(names)
+
+
+@pytest.mark.parametrize("text", ["{{ vars['a' ~ b] }}", "{{ lookup('ansible.builtin.vars', x) }}",
+                                  "{{ query('varnames', '^a') }}", "{{ a ", "{{ hostvars[h].a }}"])
+def test_a_template_whose_inputs_cannot_be_known_has_no_key(text):
+    assert playvars._inputs({"v": text}, ["v"], "debian12", {}) is None
+
+
+def test_a_run_parses_its_inventory_once(tmp_path, monkeypatch):
+    path = inventory(tmp_path, {f"n{i:02d}": "" for i in range(20)})
+    sessions, real = [], _ansible.Session.__init__
+    monkeypatch.setattr(_ansible.Session, "__init__", lambda self, *a, **k: sessions.append(a) or real(self, *a, **k))
+    quiet = lambda *args, **kwargs: None  # noqa: E731
+    found = core._gpu_inventory([str(path)], None, inv.Vault(), quiet)
+    hosts = core._selected(found, ("install", "burnin"), None, None, inv.Vault(), None, False, quiet)  # plan gate
+    assert core._check_set("quick", hosts, None)[:2] == ["gpu_health", "xid"]
+    assert len(hosts) == 20 and len(sessions) == 1
