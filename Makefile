@@ -14,14 +14,18 @@ VENV := .venv
 PROVISION := $(VENV)/bin/provision
 # Every controller: Ansible's SSH connection.
 APT_PACKAGES := openssh-client coreutils
-# The simulated rack only: its base root (debootstrap), its nodes (unshare), its signed package
-# repository (apt-ftparchive, gpg). Installed by sim-base, so a real site's controller lacks them.
-SIM_APT_PACKAGES := debootstrap util-linux apt-utils gnupg
+# The simulated rack only: its base root (debootstrap, mount, chroot), its nodes (unshare), its signed
+# package repositories (apt-ftparchive, gpg; for Rocky 9 nodes rpm's rpmbuild and rpmsign, createrepo_c).
+# Installed by sim-base, so a real site's controller lacks them. Each program's package:
+# provision/external.py, checked by tests/unit/test_external.py.
+SIM_APT_PACKAGES := debootstrap mount util-linux dpkg apt-utils gnupg rpm createrepo-c
 # The tests only: a real Slurm (slurmctld, slurmd, scontrol) and munge on this machine, for
 # tests/integration/test_slurm_drain.py (`provision burnin --drain slurm`). Installed by test.
-TEST_APT_PACKAGES := slurm-wlm munge
-# Headless Chromium opens the HTML report (tests/unit/report/test_html.py: screenshot and DOM).
-TEST_APT_PACKAGES += chromium
+TEST_APT_PACKAGES := slurmctld slurmd slurm-client munge
+# Headless Chromium opens the HTML report (tests/unit/report/test_html.py: screenshot and DOM);
+# cmake and a C++ compiler build the simulated nvbandwidth tree (tests/unit/sim/test_sources.py);
+# pgrep finds leftover tools (tests/integration/test_main_job.py); clush is bench/fanout.py's yardstick.
+TEST_APT_PACKAGES += chromium cmake g++ procps clustershell
 RUN_ARGS := -i $(INVENTORY) $(if $(LIMIT),--limit $(LIMIT)) $(if $(RUN_ID),--run-id $(RUN_ID))
 # INVENTORY as `provision -i` reads it (the path if it exists, else inventory/NAME); only the
 # embedded default (inventory/sim) needs the simulated base, a real site never builds it.

@@ -14,6 +14,7 @@ class ExitStatus(enum.IntEnum):
     OK: every node passed. NODE_FAILED: some node failed or errored.
     BAD_INPUT: bad usage or bad input (inventory, profile, tool output).
     RUNNER: the orchestration itself broke (ansible-runner, simulated rack).
+    MISSING_PROGRAM: a program this machine must run is not installed (provision/external.py).
     INTERRUPTED, TERMINATED: stopped by SIGINT or SIGTERM (128 + the signal, as shells report
     it), after writing the results gathered so far.
     """
@@ -22,6 +23,7 @@ class ExitStatus(enum.IntEnum):
     NODE_FAILED = 1
     BAD_INPUT = 2
     RUNNER = 3
+    MISSING_PROGRAM = 4
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -54,3 +56,9 @@ class RunnerError(ProvisionError):
     """ansible-runner or the simulated rack could not do its job."""
 
     exit_status = ExitStatus.RUNNER
+
+
+class MissingProgramError(ProvisionError):
+    """A program this machine must run is not installed; the message names its Debian package."""
+
+    exit_status = ExitStatus.MISSING_PROGRAM

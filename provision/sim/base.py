@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
+from provision import external
 from provision.errors import RunnerError
 
 BASE_VERSION = "bookworm-v5"
@@ -59,13 +59,13 @@ def ensure_base(log=print) -> Path:
     if (base / ".provision-base-ok").exists():
         return base
     if shutil.which("debootstrap") is None:
-        raise RunnerError("debootstrap is not installed: run `make setup` first")
+        raise external.missing("debootstrap")
     tmp = base.with_name(base.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
     log(f"sim: building base root {base} with debootstrap (about a minute, once)")
     argv = ["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", "bookworm", str(tmp), apt_mirror()]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    proc = external.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise RunnerError(f"debootstrap failed (exit {proc.returncode}): {' | '.join(tail)}")
@@ -77,15 +77,15 @@ def ensure_base(log=print) -> Path:
 
 def _install_extra(root: Path) -> None:
     """apt-get install EXTRA inside the root, with /proc mounted for the packages' scripts."""
-    subprocess.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
+    external.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
     try:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        proc = subprocess.run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends",
+        proc = external.run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends",
                                *EXTRA],
                               capture_output=True, text=True, env=env, check=False)
-        subprocess.run(["chroot", str(root), "apt-get", "clean"], capture_output=True, check=False)
+        external.run(["chroot", str(root), "apt-get", "clean"], capture_output=True, check=False)
     finally:
-        subprocess.run(["umount", "-l", str(root / "proc")], check=False)
+        external.run(["umount", "-l", str(root / "proc")], check=False)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise RunnerError(f"apt-get install in the base root failed (exit {proc.returncode}): {' | '.join(tail)}")
@@ -98,7 +98,7 @@ def _finish(root: Path) -> None:
     extra = Path("/usr/local/share/ca-certificates")
     if extra.is_dir():
         shutil.copytree(extra, root / "usr/local/share/ca-certificates", dirs_exist_ok=True)
-        subprocess.run(["chroot", str(root), "update-ca-certificates"], capture_output=True, check=True)
+        external.run(["chroot", str(root), "update-ca-certificates"], capture_output=True, check=True)
     conf = root / "etc/ssh/sshd_config.d/provision-sim.conf"
     conf.write_text(
         "# simulated rack: key-only root login, no PAM, many parallel connections\n"

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import yaml
 
+from provision import external
 from provision.errors import ProvisionError, RunnerError
 from provision.sim import snapshot
 
@@ -86,7 +86,7 @@ def _rocky_repos(upper: Path, repo_url: str) -> None:
 def _rpm_db(upper: Path, os_rpm: Path) -> None:
     argv = ["rpm", "--root", str(upper), "--dbpath", "/var/lib/rpm", "-i", "--justdb", "--nodeps",
             "--noscripts", "--nosignature", str(os_rpm)]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    proc = external.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RunnerError(f"rpm could not record the Rocky base in {upper}: {proc.stderr.strip()[-200:]}")
 

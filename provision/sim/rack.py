@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from provision import profiles
+from provision import external, profiles
 from provision.errors import ProvisionError, RunnerError
 from provision.fabric import synth
 from provision.fabric.model import width_speed_for
@@ -387,7 +387,7 @@ def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path)
             "/bin/sh", str(INIT_SCRIPT), str(lower), str(node_dir / "upper"), str(node_dir / "work"),
             str(node_dir / "merged"), name]
     with open(log_path, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = external.popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
     pid1 = _child_pid(proc.pid)
     return SimNode(name, address, pid1)
 

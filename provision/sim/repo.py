@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import jinja2
 
+from provision import external
 from provision.errors import RunnerError
 from provision.sim import rpmrepo, snapshot, sources
 
@@ -183,7 +184,7 @@ def _keyring(repo_dir: Path) -> list[str]:
 
 
 def _run(argv: list[str], cwd: Path | None = None, out: Path | None = None) -> None:
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
+    proc = external.run(argv, cwd=cwd, capture_output=True, check=False)
     if proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip()[-300:]
         raise RunnerError(f"{argv[0]} failed (exit {proc.returncode}): {detail}")
@@ -215,7 +216,7 @@ def serve(repo_dir: Path, targets: list[str], log=print) -> str:
 def stop(repo_dir: Path) -> None:
     """Stop the repository's HTTP server and the gpg-agent that signing started."""
     if (repo_dir / "gnupg").is_dir():
-        subprocess.run(["gpgconf", "--homedir", str(repo_dir / "gnupg"), "--kill", "gpg-agent"],
+        external.run(["gpgconf", "--homedir", str(repo_dir / "gnupg"), "--kill", "gpg-agent"],
                        capture_output=True, check=False)
     pidfile = repo_dir / "http.pid"
     if pidfile.is_file():

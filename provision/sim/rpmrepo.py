@@ -15,6 +15,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from provision import external
 from provision.errors import RunnerError
 
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
@@ -90,7 +91,7 @@ def rocky_mirror(www: Path, repo_url: str, work: Path, gpg: list[str]) -> Path:
     built = build_one(epel, tree, work / "rpms")
     _sign(built, gpg)
     built.replace(www / "epel/epel-release-latest-9.noarch.rpm")
-    (www / "epel/RPM-GPG-KEY-EPEL-9").write_bytes(subprocess.run(gpg + ["--armor", "--export"], capture_output=True,
+    (www / "epel/RPM-GPG-KEY-EPEL-9").write_bytes(external.run(gpg + ["--armor", "--export"], capture_output=True,
                                                                  check=True).stdout)
     empty = work / "os-tree"
     (empty / "etc/provision-sim").mkdir(parents=True, exist_ok=True)
@@ -128,7 +129,7 @@ def modules_yaml(snap) -> str:
 
 
 def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, check=False, stdin=subprocess.DEVNULL)
+    proc = external.run(argv, capture_output=True, check=False, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip()[-300:]
         raise RunnerError(f"{argv[0]} failed (exit {proc.returncode}): {detail}")

@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
+from provision import external
 from provision.errors import CommandError
 
 # Bound on one scontrol call. Measured with 22.05.8 here: 0.04 s for an answer, 9 s to give up on a
@@ -91,7 +92,7 @@ class Scontrol:
             proc = self._run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False,
                              stdin=subprocess.DEVNULL)
         except FileNotFoundError:
-            raise SlurmError(f"{argv[0]} not found: install Slurm's client commands (Debian: slurm-client)") from None
+            raise SlurmError(str(external.missing(argv[0]))) from None
         except subprocess.TimeoutExpired:
             raise SlurmError(f"{' '.join(argv[:3])} timed out after {self.timeout_s:g} s") from None
         except OSError as exc:

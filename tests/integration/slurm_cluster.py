@@ -59,8 +59,8 @@ PartitionName=burn Nodes=ALL Default=YES State=UP
 def missing() -> str | None:
     """Why no Slurm can start here (a daemon or command not installed), else None."""
     absent = [d for d in DAEMONS if shutil.which(d) is None and not Path("/usr/sbin", d).exists()]
-    return f"Slurm or munge is not installed ({', '.join(absent)} missing: apt-get install slurm-wlm munge)" \
-        if absent else None
+    return f"Slurm or munge is not installed ({', '.join(absent)} missing: make test installs slurmctld slurmd " \
+           "slurm-client munge)" if absent else None
 
 
 def free_port() -> int:

@@ -146,7 +146,7 @@ def test_history_database_plugs_in_as_the_trend(monkeypatch, tmp_path):
     assert "busbw_GBps over 2 runs" in page
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = shutil.which("chromium")  # Debian's package (TEST_APT_PACKAGES)
 
 
 def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
