@@ -204,11 +204,10 @@ def test_a_signal_mid_burnin_keeps_the_results_and_stops_the_tools(sim_rack, tmp
     else:
         proc.kill()
         pytest.fail(f"the slow tool never ran on four nodes (exit {proc.poll()}): {proc.communicate()[0][-2000:]}")
-    sent = time.monotonic()
     proc.send_signal(getattr(signal, signame))
-    out, _ = proc.communicate(timeout=60)
+    # A hang guard, not a speed bound: the run must end well before the tool's own sleep would.
+    out, _ = proc.communicate(timeout=seconds / 2)
     assert proc.returncode == status, out[-2000:]
-    assert time.monotonic() - sent < 15
     assert f"stopped by {signame}" in out
     rep = report_of(run_id)
     for host in HOSTS:
