@@ -81,8 +81,8 @@ def _install_extra(root: Path) -> None:
     try:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         proc = external.run(["chroot", str(root), "apt-get", "install", "-y", "-q", "--no-install-recommends",
-                               *EXTRA],
-                              capture_output=True, text=True, env=env, check=False)
+                             *EXTRA],
+                            capture_output=True, text=True, env=env, check=False)
         external.run(["chroot", str(root), "apt-get", "clean"], capture_output=True, check=False)
     finally:
         external.run(["umount", "-l", str(root / "proc")], check=False)
