@@ -30,6 +30,7 @@ PACKAGES: dict[str, Package] = {
     "scontrol": Package("slurm-client", "make test"),  # `burnin --drain slurm`; a Slurm site has it
     "debootstrap": Package("debootstrap", _SIM),
     "chroot": Package("coreutils", _SETUP),
+    "timeout": Package("coreutils", _SETUP),  # `burnin --local` (provision/engine/local.py) wraps each tool in it
     "mount": Package("mount", _SIM),
     "umount": Package("mount", _SIM),
     "unshare": Package("util-linux", _SIM),
