@@ -60,5 +60,6 @@ def freeze(value: Any) -> Any:
     return value
 
 
-yaml.SafeDumper.add_representer(FrozenDict, yaml.SafeDumper.represent_dict)
-yaml.SafeDumper.add_representer(FrozenList, yaml.SafeDumper.represent_list)
+for _dumper in (yaml.SafeDumper, getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # each keeps its own table
+    _dumper.add_representer(FrozenDict, yaml.SafeDumper.represent_dict)
+    _dumper.add_representer(FrozenList, yaml.SafeDumper.represent_list)
