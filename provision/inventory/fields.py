@@ -57,16 +57,27 @@ class Fields:
             text = f"cannot decrypt it: {one_line(exc).rstrip('.')} (give --vault-password-file or --vault-id)"
             raise Problem(where or _defined_in(host), host.name, None, text if where else one_line(exc)) from None
         self.templar = session.templar(self.vars)
+        self.templated: dict[str, object] = {}
 
     def get(self, names: tuple[str, ...], default=None):
-        """(field name, templated value) of the first of ``names`` the host has, else (names[0], default)."""
+        """(field name, templated value) of the first of ``names`` the host has, else (names[0], default).
+        Each field is templated once per host; a scalar that holds no Jinja delimiter is taken as it is."""
         for name in names:
             if name in self.vars:
-                try:
-                    return name, plain(self.templar.template(self.vars[name]))
-                except AnsibleError as exc:
-                    raise self.problem(name, f"field '{name}' cannot be templated: {one_line(exc)}") from None
+                if name not in self.templated:
+                    self.templated[name] = self._template(name)
+                return name, self.templated[name]
         return names[0], default
+
+    def _template(self, name: str):
+        raw = self.vars[name]
+        if raw is None or isinstance(raw, (bool, int, float)) or (
+                isinstance(raw, str) and not any(mark in raw for mark in ("{{", "{%", "{#"))):
+            return plain(raw)
+        try:
+            return plain(self.templar.template(raw))
+        except AnsibleError as exc:
+            raise self.problem(name, f"field '{name}' cannot be templated: {one_line(exc)}") from None
 
     def problem(self, name: str, text: str) -> Problem:
         return Problem(origin(self.vars.get(name)) or self.vars.get("inventory_file") or "?", self.name, name, text)
@@ -94,11 +105,12 @@ def build(session: Session, ansible_host) -> Host:
     groups = tuple(sorted(g.name for g in ansible_host.get_groups() if g.name != "all"))
     return Host(name=name, address=address, port=int(port), user=str(f.get(USER, "root")[1]),
                 key_file=f.get(KEY_FILE)[1], known_hosts_file=f.get(("provision_known_hosts_file",))[1],
-                profile=profile, groups=groups, ssh_options=_ssh_options(f), vars=host_vars)
+                profile=profile, groups=groups, ssh_options=_ssh_options(f) if profile else (), vars=host_vars)
 
 
 def _ssh_options(f: Fields) -> tuple[str, ...]:
-    """What Ansible's ssh connection passes to ssh for this host (``sshargs.py``)."""
+    """What Ansible's ssh connection passes to ssh for this GPU node (``sshargs.py``; other hosts
+    are never burned in)."""
     values = {n: f.get((n,))[1] for n in sshargs.variable_names() if n in f.vars}
     try:
         return sshargs.options(values)

@@ -14,6 +14,7 @@ from provision.inventory import sshargs
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's client (openssh-client)")
 
+PROFILE = "h100-sxm5-80g-ndr"
 SSH_CONFIG = """\
 Host gpu-alias
   HostName 127.0.1.7
@@ -71,7 +72,7 @@ def hosts(tmp_path_factory):
     config = folder / "ssh_config"
     config.write_text(SSH_CONFIG)
     common = f"-F {config} -o UserKnownHostsFile=/kh/main"
-    data = {"all": {"vars": {"ansible_ssh_common_args": common},
+    data = {"all": {"vars": {"ansible_ssh_common_args": common, "provision_profile": PROFILE},
                     "hosts": {name: vars_ for name, (vars_, _) in CASES.items()}}}
     (folder / "hosts.yml").write_text(yaml.safe_dump(data))
     inv = inventory.load(folder / "hosts.yml")
@@ -144,7 +145,7 @@ def test_options_follow_ansibles_order():
 def test_a_broken_config_is_one_line_naming_the_host(tmp_path):
     (tmp_path / "bad").write_text("Host x\n  NoSuchOption 1\n")
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"n1": {
-        "ansible_ssh_common_args": f"-F {tmp_path / 'bad'}"}}}}))
+        "ansible_ssh_common_args": f"-F {tmp_path / 'bad'}", "provision_profile": PROFILE}}}}))
     host = inventory.load(tmp_path / "hosts.yml").hosts[0]
     with pytest.raises(CommandError, match=r"(?i)host n1: OpenSSH cannot resolve n1 .*line 2: Bad configuration "
                                            r"option: nosuchoption"):

@@ -5,7 +5,8 @@ from provision import inventory
 
 
 def _read(tmp_path, host_vars: dict):
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"vars": {"kh": "/site/known_hosts"},
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"vars": {"kh": "/site/known_hosts",
+                                                                         "provision_profile": "h100-sxm5-80g-ndr"},
                                                                 "hosts": {"n1": host_vars}}}))
     return inventory.read(tmp_path / "hosts.yml")
 
@@ -29,3 +30,9 @@ def test_unsplittable_ssh_args_are_a_problem_naming_the_field(tmp_path):
 def test_the_unsplittable_one_is_named(tmp_path):
     found = _read(tmp_path, {"ansible_ssh_common_args": "-F /cfg", "ansible_ssh_extra_args": "-o 'User=x"})
     assert found.problems[0].field == "ansible_ssh_extra_args"
+
+
+def test_hosts_that_are_not_gpu_nodes_get_none(tmp_path):
+    """The burn-in never connects to them: nothing is templated for them."""
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"login": {"ansible_port": 2222}}}}))
+    assert inventory.load(tmp_path / "hosts.yml").hosts[0].ssh_options == ()
