@@ -28,7 +28,8 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
-from provision.errors import CommandError
+from provision import external
+from provision.errors import CommandError, MissingProgramError
 
 SSH = "ssh"
 SSH_G_TIMEOUT_S = 30.0  # ssh -G reads files only (and runs Match exec commands)
@@ -124,10 +125,10 @@ def ask(options: tuple[str, ...] | list[str], name: str) -> dict[str, list[str]]
     """``ssh -G`` as {option (lowercase): [values, in order]}. Raises CommandError."""
     argv = [SSH, "-G", *options, "--", name]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=SSH_G_TIMEOUT_S, check=False)
-    except FileNotFoundError:
-        raise CommandError("ssh (OpenSSH's client, Debian package openssh-client) is not installed") from None
+        done = external.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                            timeout=SSH_G_TIMEOUT_S, check=False)
+    except MissingProgramError as exc:  # every host fails alike: a one-line error naming the package
+        raise CommandError(str(exc)) from None
     except subprocess.TimeoutExpired:
         raise CommandError(f"ssh -G {name}: no answer in {SSH_G_TIMEOUT_S:.0f} s (a Match exec that hangs?)") from None
     if done.returncode != 0:
