@@ -40,7 +40,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         history: str | None = None, check_set: str | None = None,
         drain: str | None = None, resume_passed: bool = False, force: bool = False,
         shard: str | None = None, shard_by: str | None = None, local: bool = False, host_name: str | None = None,
-        profile: str | None = None, verbose: bool = False, live: bool = False) -> ExitStatus:
+        profile: str | None = None, verbose: bool = False, live: bool = False,
+        forks: int | None = None) -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
@@ -79,7 +80,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     with stopping_on_signals(control), console:
         try:
             if "install" in phases:
-                hosts = _install(inventory, hosts, rundir, run, tags, control)
+                hosts = _install(inventory, hosts, rundir, run, tags, control, forks)
                 rundir.save(run)
             if "burnin" in phases and hosts and not control.stop.is_set():
                 _burnin(hosts, rundir, run, only_checks, control, scope, schedule, local)
@@ -416,14 +417,16 @@ def _gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inv
     return inventory
 
 
-def _install(inventory: inv.Inventory, hosts, rundir: RunDir, run: Run, tags, control: Control) -> list:
-    """Run the install playbook on ``hosts`` only (passed as its limit); record it; return the hosts
-    that installed cleanly."""
+def _install(inventory: inv.Inventory, hosts, rundir: RunDir, run: Run, tags, control: Control,
+             forks: int | None = None) -> list:
+    """Run the install playbook on ``hosts`` only (passed as its limit), on ``forks`` hosts at once (None:
+    every host, so that no host waits for a free fork); record it; return the hosts that installed cleanly."""
     started, progress = time.monotonic(), control.progress
-    progress(f"install: playbooks/site.yml on {len(hosts)} hosts")
+    forks = min(forks or len(hosts), len(hosts))
+    progress(f"install: playbooks/site.yml on {len(hosts)} hosts, {forks} at once")
     result = ansible.run_playbook("site.yml", inventory.sources, rundir.ansible, limit=[h.name for h in hosts],
                                   tags=tags, vault_args=inventory.vault.args(), progress=progress,
-                                  cancel=control.stop.is_set, events=control.events)
+                                  cancel=control.stop.is_set, events=control.events, forks=forks)
     run.install_wall_s = round(time.monotonic() - started, 1)
     run.install_artifacts = result.artifacts
     for host in hosts:

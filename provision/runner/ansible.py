@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 import shlex
+import subprocess
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -72,9 +73,11 @@ class PlaybookResult:
 def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
                  limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
                  vault_args: list[str] | None = None, progress=print,
-                 cancel: Callable[[], bool] | None = None, events: Listener | None = None) -> PlaybookResult:
+                 cancel: Callable[[], bool] | None = None, events: Listener | None = None,
+                 forks: int | None = None) -> PlaybookResult:
     """Run ``playbooks/<playbook>`` against one inventory or several (``-i`` each, later ones win).
-    ``vault_args``: ansible-playbook's vault options. ``cancel`` is polled while it runs: True
+    ``vault_args``: ansible-playbook's vault options. ``forks``: hosts Ansible works on at once
+    (``--forks``; None: ansible.cfg's). ``cancel`` is polled while it runs: True
     stops ansible-playbook (status ``canceled``); it also keeps ansible-runner from installing its
     own SIGINT/SIGTERM handlers over the caller's. ``events`` (when given) gets a ``TaskStarted``
     per task and a ``TaskResult`` per host and task, in place of a line per role; the lines that
@@ -83,7 +86,7 @@ def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir:
     artifacts_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     artifacts_dir.chmod(0o700)
     hosts: dict[str, PlaybookHost] = {}
-    kwargs = runner_kwargs(playbook, inventory, artifacts_dir, limit, tags, extravars, vault_args)
+    kwargs = runner_kwargs(playbook, inventory, artifacts_dir, limit, tags, extravars, vault_args, forks)
     kwargs["event_handler"] = _event_handler(hosts, progress, events, len(limit or ()))
     kwargs["cancel_callback"] = cancel or (lambda: False)
     try:
@@ -92,6 +95,7 @@ def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir:
     except Exception as exc:  # ansible-runner raises bare exceptions for a bad private dir
         raise RunnerError(f"ansible-runner could not run {playbook}: {exc}") from None
     finally:
+        close_masters(kwargs["envvars"]["ANSIBLE_SSH_CONTROL_PATH_DIR"])
         _owner_only(artifacts_dir)
     if result.status not in ("successful", "failed", "canceled"):
         raise RunnerError(f"ansible-runner: {playbook} ended {result.status} (rc {result.rc}); "
@@ -102,7 +106,7 @@ def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir:
 
 def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
                   limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
-                  vault_args: list[str] | None = None) -> dict:
+                  vault_args: list[str] | None = None, forks: int | None = None) -> dict:
     """The keyword arguments for ansible-runner's ``init_runner`` (no event handler).
 
     ansible-runner disables Ansible's host key checking whenever ANSIBLE_HOST_KEY_CHECKING is unset
@@ -123,17 +127,51 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
         kwargs["tags"] = tags
     if vault_args:
         kwargs["cmdline"] = shlex.join(vault_args)
+    if forks:
+        kwargs["forks"] = forks  # ansible-playbook --forks
     return kwargs
+
+
+# A socket's path is at most 107 bytes and a NUL (sun_path, unix(7)). Ansible names a host's socket
+# <dir>/<10 hex digits> (plugins/connection/ssh.py, _create_control_path) and OpenSSH first binds it
+# as <path>.<16 random characters>, then renames it (mux.c, muxserver_listen): 28 bytes past the folder.
+CONTROL_PATH_MAX_DIR = 107 - 28
 
 
 def control_path_dir(artifacts_dir: Path) -> str:
     """SSH ControlPersist sockets of this run only: OpenSSH checks a host key when a master
     connection is made, so a master left by an earlier run would carry a changed key past the
-    check. Short (a socket path is at most 108 bytes, unix(7)), under the temp folder, 0700."""
+    check. Under the temp folder, 0700; under /tmp when the temp folder's path is too long for a
+    socket (a Slurm job's TMPDIR can be), since ssh then fails on every host."""
     digest = hashlib.sha256(str(artifacts_dir.resolve()).encode()).hexdigest()[:12]
     folder = Path(tempfile.gettempdir()) / f"provision-cp-{digest}"
+    if len(str(folder)) > CONTROL_PATH_MAX_DIR:
+        folder = Path("/tmp") / folder.name
     folder.mkdir(mode=0o700, exist_ok=True)
     return str(folder)
+
+
+def close_masters(folder: str) -> None:
+    """Stop this run's SSH master connections (``ssh -O exit``, all at once) and remove their folder:
+    ControlPersist would keep one ssh process per host on the controller past the run, for nothing
+    (the next run makes its own). Best effort: a master that does not answer ends at its ControlPersist."""
+    if not Path(folder).is_dir():
+        return
+    sockets, procs = [s for s in Path(folder).glob("*") if s.is_socket()], []
+    for sock in sockets:
+        try:
+            procs.append(subprocess.Popen(["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "provision-master"],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        except OSError:
+            break  # no ssh client, or no process left: the masters end at their ControlPersist
+    for proc in procs:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    if not any(Path(folder).glob("*")):
+        Path(folder).rmdir()
 
 
 def prepare(kwargs: dict) -> Runner:

@@ -49,3 +49,33 @@ def test_install_targets_only_gpu_nodes(tmp_path, monkeypatch):
                       ["--vault-password-file", str(DATA / "homelab-vault-password.txt")])]
     assert status == 1  # the fake run installed nothing: gpubox never ran
     assert os.listdir(tmp_path)
+
+
+def test_forks_reach_ansible_playbook_and_default_to_every_host(tmp_path, monkeypatch):
+    command = ansible.prepare(ansible.runner_kwargs("site.yml", LAYERS[0], tmp_path, forks=700)).config.command
+    assert command[command.index("--forks") + 1] == "700"
+    calls = []
+
+    def fake_run_playbook(playbook, sources, artifacts_dir, forks=None, **_):
+        calls.append(forks)
+        return PlaybookResult(playbook, 0, "successful", {}, "ansible/artifacts/x")
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    monkeypatch.setattr(ansible, "run_playbook", fake_run_playbook)
+    vault = inventory.Vault(password_files=(str(DATA / "homelab-vault-password.txt"),))
+    for forks in (None, 1, 50):  # homelab has one GPU node: never more forks than hosts
+        core.job([str(DATA / "homelab")], ("install",), vault=vault, progress=lambda *_: None, forks=forks)
+    assert calls == [1, 1, 1]
+
+
+def test_a_temp_folder_too_long_for_a_socket_moves_the_control_sockets_to_tmp(tmp_path, monkeypatch):
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    monkeypatch.setattr(ansible.tempfile, "tempdir", str(deep))
+    folder = ansible.control_path_dir(tmp_path / "run")
+    try:
+        assert folder.startswith("/tmp/provision-cp-")
+        assert len(folder) + len("/0123456789.0123456789abcdef") <= 107
+    finally:
+        os.rmdir(folder)
+    ansible.close_masters(str(tmp_path / "no-such-folder"))  # nothing to close: no error
