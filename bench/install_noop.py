@@ -74,7 +74,8 @@ def settings() -> str:
     cfg.read(ROOT / "ansible.cfg")
     d, s = cfg["defaults"], cfg["ssh_connection"]
     return (f"forks={d.get('forks')}, strategy={d.get('strategy', 'linear')}, pipelining={s.get('pipelining')}, "
-            f"gathering={d.get('gathering')}, fact_caching={d.get('fact_caching')}, ssh_args='{s.get('ssh_args')}'")
+            f"gathering={d.get('gathering')}, gather_subset={d.get('gather_subset', 'all')}, "
+            f"fact_caching={d.get('fact_caching')}, timeout={d.get('timeout', 10)}, ssh_args='{s.get('ssh_args')}'")
 
 
 def main() -> None:

@@ -10,8 +10,9 @@ is made a child subreaper, prctl(2) PR_SET_CHILD_SUBREAPER, and reaps them befor
 ``ours`` (the provision process itself: our Python before and after Ansible, and ansible-runner's
 reading and handling of Ansible's events in it) and ``ansible`` (the processes it starts). The nodes'
 own CPU (sshd, the modules running on them) is not counted: they are not children of the install.
-``--profile`` also runs the provision process under cProfile and prints its CPU seconds grouped by
-package. The machine's load average is printed next to every figure (others may share the machine).
+``--profile`` also runs the provision process under cProfile (timer: process CPU time) and prints its
+CPU seconds grouped by package. The machine's load average is printed next to every figure (others may
+share the machine).
 Per-task figures of the no-op install: ``bench/install_noop.py`` (its helpers are reused here).
 """
 from __future__ import annotations
@@ -52,7 +53,7 @@ PROFILE = os.environ.get("BENCH_PROFILE")
 from provision.cli import main
 if PROFILE:
     import cProfile
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)  # CPU, not the waits on Ansible's output
     code = profiler.runcall(main, sys.argv[1:])
     profiler.dump_stats(PROFILE)
     sys.exit(code)
