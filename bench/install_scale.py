@@ -136,7 +136,10 @@ def main() -> None:
                 wall, cpu, rc = install(inv, kind, env, prof)
                 if kind == "full" and args.noop_only:
                     continue
-                print(line(kind, n, wall, cpu, rc), flush=True)
+                report = runs / kind / "report.json"
+                changed = sum(h.get("changed", 0) for h in json.loads(report.read_text())["install"].values()) \
+                    if report.is_file() else -1
+                print(line(kind, n, wall, cpu, rc) + f"   changed {changed}", flush=True)
                 if prof and prof.is_file():
                     print(f"#   {kind}: provision process CPU s by package: {by_package(prof)}", flush=True)
             shares = role_seconds(task_seconds(runs / "no-op"))
