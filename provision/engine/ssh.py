@@ -1,7 +1,7 @@
 """The SSH transport: paramiko following OpenSSH's rules, one connection per host, host keys always checked.
 
 Each host is reached as Ansible's ssh connection reaches it: ``sshconfig.resolve`` asks
-OpenSSH (``ssh -G``) with the options Ansible passes, and ``sshlink`` connects by those rules
+OpenSSH (``ssh -G``) with the options Ansible passes, and ``sshlink`` connects by those rules (``sshauth`` logs in)
 (ProxyJump through shared jump host transports, ProxyCommand, agent, certificates, strict
 host key checking on every hop, host certificates included). Every command is an argv list,
 quoted with ``shlex.join`` for the remote shell, and wrapped in coreutils ``timeout`` so a

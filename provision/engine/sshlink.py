@@ -4,9 +4,8 @@
 ProxyCommand (``paramiko.ProxyCommand``, run by ``/bin/sh -c exec ...`` as ssh runs it), else
 over a ``direct-tcpip`` channel of its last jump host's transport (chained for several hops),
 else over TCP. Every transport's host key is checked strictly against the target's own
-known_hosts files (``knownhosts.py``), the jump hosts' too, and it logs in with public keys:
-IdentityFile(s) with their certificates (CertificateFile, else ``<key>-cert.pub``), then the
-agent's keys unless IdentitiesOnly (the agent is ``IdentityAgent``/``SSH_AUTH_SOCK``).
+known_hosts files (``knownhosts.py``), the jump hosts' too, and it logs in with public keys
+(``sshauth.py``).
 
 Jump host transports are shared: a node's link leases a channel on one, a transport serves at
 most ``CHANNELS_PER_JUMP`` nodes, and the last lease to end closes it. Concurrent nodes behind a
@@ -15,7 +14,6 @@ hop wait for one attempt to reach it, not one each, and share its failure. A ref
 """
 from __future__ import annotations
 
-import os
 import shlex
 import socket
 import threading
@@ -23,10 +21,8 @@ import time
 from dataclasses import dataclass, field
 
 import paramiko
-from paramiko.agent import AgentSSH
-from paramiko.pkey import PublicBlob
 
-from provision.engine import knownhosts
+from provision.engine import knownhosts, sshauth
 from provision.engine.sshconfig import Target
 
 CONNECT_TIMEOUT_S = 15.0
@@ -220,104 +216,11 @@ def _handshake(target: Target, sock) -> paramiko.Transport:
         transport.start_client(timeout=CONNECT_TIMEOUT_S)
         knownhosts.check(transport.get_remote_server_key(), target.key_name, target.principal,
                          target.known_hosts_files)
-        _authenticate(transport, target)
-    except knownhosts.HostKeyRefused as exc:
+        sshauth.authenticate(transport, target)
+    except (knownhosts.HostKeyRefused, sshauth.Refused) as exc:
         transport.close()
         raise Refused(str(exc)) from None
     except (paramiko.SSHException, OSError, EOFError) as exc:
         transport.close()
         raise Refused(f"SSH failed: {exc or type(exc).__name__}") from None
-    except Refused:
-        transport.close()
-        raise
     return transport
-
-
-def _authenticate(transport: paramiko.Transport, target: Target) -> None:
-    agent = _agent(target.identity_agent)
-    tried = []
-    try:
-        for label, key in _keys(target, agent.get_keys() if agent else ()):
-            try:
-                transport.auth_publickey(target.user, key)
-            except paramiko.AuthenticationException:
-                tried.append(label)
-                continue
-            if transport.is_authenticated():
-                return
-    finally:
-        if agent is not None:
-            agent.close()
-    files = ", ".join(target.identity_files) or "none"
-    raise Refused(f"authentication as {target.user} refused (tried: {', '.join(tried) or 'no key'}; "
-                  f"identity files: {files}; agent: {target.identity_agent or 'none'})")
-
-
-def _keys(target: Target, agent_keys):
-    """(label, key) in OpenSSH's order: identity files (certificate first, then the plain key; the
-    agent's copy of a key whose file is absent but whose .pub is there), then the agent's keys."""
-    by_blob = {k.asbytes(): k for k in agent_keys}
-    used = set()
-    for path in target.identity_files:
-        key = _load(path)
-        if key is not None:
-            yield from _certified(path, target.certificate_files)
-            used.add(key.asbytes())
-            yield path, key
-            continue
-        blob = _public_blob(f"{path}.pub")
-        if blob in by_blob:
-            used.add(blob)
-            yield f"{path} (agent)", by_blob[blob]
-    if not target.identities_only:
-        for blob, key in by_blob.items():
-            if blob not in used:
-                yield f"agent key {key.get_name()} {key.fingerprint}", key
-
-
-def _certified(path: str, certificate_files: tuple[str, ...]):
-    """The key at ``path`` with each certificate that matches it (CertificateFile, ``<key>-cert.pub``)."""
-    for cert in (*certificate_files, f"{path}-cert.pub"):
-        key = _load(path)
-        try:
-            if key is not None and os.path.exists(cert):
-                key.load_certificate(cert)
-                yield f"{path} with {cert}", key
-        except (ValueError, OSError, paramiko.SSHException):
-            pass  # a certificate of another key
-
-
-def _public_blob(path: str) -> bytes | None:
-    try:
-        return PublicBlob.from_file(path).key_blob if os.path.isfile(path) else None
-    except (ValueError, OSError):
-        return None
-
-
-def _load(path: str):
-    if not os.path.isfile(path):
-        return None
-    try:
-        return paramiko.PKey.from_path(path)
-    except (paramiko.SSHException, ValueError, OSError):
-        return None  # unreadable, passphrase-protected or not a key: OpenSSH in batch mode skips it too
-
-
-class _SocketAgent(paramiko.Agent):
-    """An ssh-agent at a given socket path (paramiko's Agent reads only $SSH_AUTH_SOCK)."""
-
-    def __init__(self, path: str):
-        AgentSSH.__init__(self)  # not Agent's own, which connects to $SSH_AUTH_SOCK
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(CONNECT_TIMEOUT_S)
-        sock.connect(path)
-        self._connect(sock)  # type: ignore[attr-defined]
-
-
-def _agent(path: str | None) -> paramiko.Agent | None:
-    if not path:
-        return None
-    try:
-        return _SocketAgent(path)
-    except (OSError, paramiko.SSHException):
-        return None  # OpenSSH goes on without an agent it cannot reach
