@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
                        "(default) or by whole racks (host variable provision_rack)")
         c.add_argument("-v", "--verbose", action="store_true", help="a line per host and job (default: a line per "
                        "check and per role, redrawn on a terminal, at most every 30 s in a log)")
+        c.add_argument("--forks", metavar="N", help="work on at most N hosts at once (default: every host)")
     _plan_parser(sub)
     mer = sub.add_parser("merge", help="join the runs of a sharded job (--shard K/N) into one run: report, JUnit, "
                          "raw outputs, drain.txt; exit as the job's")
@@ -188,7 +189,8 @@ def _dispatch(args: argparse.Namespace) -> int:
                         drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False),
                         force=getattr(args, "force", False), shard=args.shard, shard_by=args.shard_by,
                         local=local, host_name=getattr(args, "host", None), profile=getattr(args, "profile", None),
-                        verbose=args.verbose, live=sys.stdout.isatty())
+                        verbose=args.verbose, live=sys.stdout.isatty(),
+                        forks=_forks(args.forks))
     if args.command in ("plan", "merge"):
         return _planning(args)
     if args.command == "evaluate":
@@ -219,6 +221,15 @@ def _local(args: argparse.Namespace) -> bool:
     if not local and (getattr(args, "host", None) or getattr(args, "profile", None)):
         raise ProvisionError(f"{args.command}: --host and --profile go with --local")
     return local
+
+
+def _forks(value: str | None) -> int | None:
+    """``--forks N``: a positive whole number; None when not given (every host). Raises ProvisionError."""
+    if value is None:
+        return None
+    if not value.strip().isascii() or not value.strip().isdigit() or int(value) < 1:
+        raise ProvisionError(f"--forks {value!r}: must be a whole number of hosts, 1 or more")
+    return int(value)
 
 
 def _planning(args: argparse.Namespace) -> int:

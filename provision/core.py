@@ -83,7 +83,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
                 hosts = _install(inventory, hosts, rundir, run, tags, control, forks)
                 rundir.save(run)
             if "burnin" in phases and hosts and not control.stop.is_set():
-                _burnin(hosts, rundir, run, only_checks, control, scope, schedule, local)
+                _burnin(hosts, rundir, run, only_checks, control, scope, schedule, local, forks)
         finally:
             if "burnin" in phases and run.results and not (local and history is None):  # see _local
                 _remember(run, rundir, history, progress)
@@ -296,7 +296,7 @@ SAVE_SHARE = 10  # ... and at most once per this many times its last save took (
 
 
 def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scope: str = "all",
-            schedule: str = "quick", local: bool = False) -> None:
+            schedule: str = "quick", local: bool = False, forks: int | None = None) -> None:
     """Burn in ``hosts``; each result is journaled as it ends, and report.json refreshed."""
     started, saved = time.monotonic(), [0.0, 0.0]  # when report.json was last saved, how long that took
     control.progress(f"burnin: {len(hosts)} hosts")
@@ -313,7 +313,7 @@ def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scop
     procedure: dict = {}
     transport = LocalTransport() if local else SshTransport()
     ordered = burnin_engine.run(hosts, run.hosts, rundir, transport, only_checks, control, record,
-                                scope=scope, schedule_name=schedule, cluster_out=procedure)
+                                scope=scope, schedule_name=schedule, cluster_out=procedure, forks=forks)
     run.results = ordered
     run.cluster = procedure or None
     run.burnin_wall_s = round(time.monotonic() - started, 1)

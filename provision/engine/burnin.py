@@ -1,11 +1,13 @@
 """The burn-in engine: plan every check into jobs by scope, run them, save raw output, judge.
 
 A node-scope check is one job per host; pair, group and cluster checks are jobs over several
-hosts (``provision.engine.jobs``). The ``Scheduler`` runs jobs with disjoint hosts at once (at
-most ``MAX_PARALLEL_JOBS``) and a host's jobs in check order, over one connection per host
-from the ``Transport``. Outcome in stages: not applicable -> skipped; the tool could not run
-(exit status, timeout, connection, a server that never got ready) -> error; otherwise the
-``verdict`` of its outputs. Every output is saved in the run folder as the store names it.
+hosts (``provision.engine.jobs``). The ``Scheduler`` runs jobs with disjoint hosts at once (every
+host at once unless ``forks`` lowers it) and a host's jobs in check order, over one connection
+per host from the ``Transport``; at most ``CONNECTS_AT_ONCE`` connections are being opened at
+a time, while the commands on open connections are never held back. Outcome in stages: not
+applicable -> skipped; the tool could not run (exit status, timeout, connection, a server that
+never got ready) -> error; otherwise the ``verdict`` of its outputs. Every output is saved in the
+run folder as the store names it.
 
 Nothing measured is lost: each result goes to ``record`` as its job ends; an exception in one
 job is that job's error, never the run's; a connection lost in one job leaves the results
@@ -36,9 +38,16 @@ from provision.results.events import JobFinished, JobStarted, Planned
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
 from provision.results.store import OS_RELEASE, RunDir
 
-MAX_PARALLEL_JOBS = 64
 READY_TIMEOUT_S = 30.0  # a server not listening after this long will not be
 CONNECT_ATTEMPTS = 3    # a connection refused or reset is retried twice, 1 s then 2 s later
+# Connections being opened at once. OpenSSH's sshd drops unauthenticated connections beyond
+# MaxStartups (default 10:30:100, sshd_config(5)); a burst of 1,024 handshakes also queues on the
+# controller's CPUs and runs into CONNECT_TIMEOUT_S. 64 keeps the simulated rack's sshd (MaxStartups
+# 200:30:400) far from its limit; measured with bench/burnin_overhead.py (README, "Scale").
+CONNECTS_AT_ONCE = 64
+# Stack of each worker thread: a job's thread runs the engine, paramiko and a parser, none deeply
+# recursive; 8 MiB (glibc's default) reserves 10 GiB of address space at 1,250 threads.
+THREAD_STACK_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -71,11 +80,14 @@ class HostState:
 
 class Burnin:
     """One burn-in of ``hosts`` into ``rundir``; ``records`` are the run's HostRecords (their
-    OS fields are filled in here); ``control`` carries stop requests and the watchdog."""
+    OS fields are filled in here); ``control`` carries stop requests and the watchdog; ``forks`` is
+    the most jobs run at once (None: as many as there are hosts, so every node-scope job at once)."""
 
     def __init__(self, hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
-                 control: Control, workers: int = MAX_PARALLEL_JOBS):
-        self.rundir, self.transport, self.control, self.workers = rundir, transport, control, workers
+                 control: Control, forks: int | None = None):
+        self.rundir, self.transport, self.control = rundir, transport, control
+        self.workers = max(1, len(hosts)) if forks is None else forks
+        self.connecting = threading.BoundedSemaphore(CONNECTS_AT_ONCE)
         self.states = {h.name: HostState(h, records[h.name]) for h in hosts}
         self.cluster: dict | None = None
         self.say_lock = threading.Lock()
@@ -96,6 +108,7 @@ class Burnin:
         self.control.emit(Planned(dict(Counter(j.check.id for j in jobs))))
         done = threading.Event()
         self.control.watch(done)
+        previous_stack = _small_stacks()
         try:
             results = Scheduler(self.execute, lambda job: job.hosts, self.workers).run(
                 jobs, stop=self.control.stop, not_run=self._not_run, on_result=record)
@@ -105,6 +118,7 @@ class Burnin:
                 results += more
             return results
         finally:
+            threading.stack_size(previous_stack)
             done.set()
             for state in self.states.values():
                 if state.conn is not None:
@@ -175,7 +189,8 @@ class Burnin:
                 if state.conn is not None or state.problem or self.control.stop.is_set():
                     break
                 try:
-                    state.conn = self.transport.connect(state.host)
+                    with self.connecting:
+                        state.conn = self.transport.connect(state.host)
                     self._read_os(state)
                 except CommandError as exc:
                     if attempt + 1 < CONNECT_ATTEMPTS and not _refused_for_good(str(exc)):
@@ -249,6 +264,16 @@ class Burnin:
         return RawOutput(step.key, host, rel, stderr, served)
 
 
+def _small_stacks() -> int:
+    """Give the threads started from now on ``THREAD_STACK_BYTES`` of stack; return the size
+    before (0: the platform's default), for ``threading.stack_size`` to restore. A platform that
+    cannot set it keeps its default."""
+    try:
+        return threading.stack_size(THREAD_STACK_BYTES)
+    except (ValueError, RuntimeError):
+        return threading.stack_size()
+
+
 def _refused_for_good(message: str) -> bool:
     """Connection failures a retry cannot fix: a wrong host key, a refused login, a missing known_hosts."""
     text = message.lower()
@@ -280,14 +305,15 @@ def _run_problem(result: CommandResult, timeout_s: float) -> str:
 def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
         only: list[str] | None = None, control: Control | None = None,
         record: Callable[[CheckResult], None] | None = None, scope: str = "all",
-        schedule_name: str = "quick", cluster_out: dict | None = None) -> list[CheckResult]:
+        schedule_name: str = "quick", cluster_out: dict | None = None, forks: int | None = None) -> list[CheckResult]:
     """Burn in ``hosts``: every registered check (or those in ``only``) of ``scope`` (node,
-    cluster or all). ``cluster_out`` (when given) receives the cluster procedure's record
-    (``groups``: fabric, rounds, suspects) when the procedure ran."""
+    cluster or all), at most ``forks`` jobs at once (None: every host at once). ``cluster_out``
+    (when given) receives the cluster procedure's record (``groups``: fabric, rounds, suspects)
+    when the procedure ran."""
     checks = [c for c in registry().values() if not only or c.id in only]
     if only and set(only) & set(cluster.PROCEDURE):
         checks += [c for c in registry().values() if c.id in cluster.PROCEDURE and c not in checks]
-    engine = Burnin(hosts, records, rundir, transport, control or Control())
+    engine = Burnin(hosts, records, rundir, transport, control or Control(), forks)
     results = engine.run(checks, record, scope, schedule_name)
     if cluster_out is not None and engine.cluster is not None:
         cluster_out.update(engine.cluster)

@@ -7,6 +7,18 @@ layout of NVIDIA's reference fat-trees (DGX SuperPOD reference architecture: a s
 unit's leaves each cabled evenly to every spine of its rail plane,
 https://docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-h100/latest/network-fabrics.html).
 
+Size (``size``): with no leaf or spine count given, a leaf takes at most the hosts a
+non-blocking leaf of ``radix`` ports has room for, radix/2 down and radix/2 up at 1:1 (at
+oversubscription o, radix*o/(1+o) down), so leaves = ceil(hosts / that); never fewer than two
+leaves (the small racks' shape: two leaves of two hosts at 4 nodes). Spines: the fewest, at least
+two, that divide a leaf's uplinks evenly (every leaf cabled alike to every spine) and leave no
+spine more cables than its radix. This is the two-level folded Clos of NVIDIA's SuperPOD (H100:
+32 nodes per 64-port NDR leaf, 32 uplinks per leaf, 1,024 node-leaf and 1,024 leaf-spine cables
+at 4 scalable units, Table 4 of the network-fabrics page above) and of Al-Fares, Loukissas and
+Vahdat, "A Scalable, Commodity Data Center Network Architecture" (SIGCOMM 2008): k-port switches
+in two levels reach k*k/2 hosts at full bisection bandwidth (2,048 at radix 64); more needs a
+third level, which this model does not build (ValueError).
+
 Switch descriptions are those unmanaged switches print (every switch alike, so roles come
 from cabling): "Quantum Mellanox Technologies" (HDR, QM8790) and "Quantum-2 Mellanox
 Technologies" (NDR, QM9790), in the form of the shared sample's "SwitchIB Mellanox
@@ -51,23 +63,75 @@ def default_ports(hosts: list[str], rails: int) -> dict[str, list[Port]]:
             for i, h in enumerate(hosts)}
 
 
-def fat_tree(hosts: list[str], rails: int = 1, leaves: int = 2, spines: int = 2, width_speed: str = "4xNDR",
-             oversubscription: float = 1.0, ports: dict[str, list[Port]] | None = None,
+@dataclass(frozen=True)
+class Shape:
+    """A fat-tree's size: ``leaves`` and ``spines`` per plane, hosts per leaf (hosts fill leaves in
+    order, the last may have fewer) and uplinks per leaf."""
+
+    leaves: int
+    spines: int
+    per_leaf: int
+    uplinks: int
+
+
+def leaf_shape(hosts: int, radix: int, oversubscription: float = 1.0,
+               leaves: int | None = None) -> tuple[int, int, int]:
+    """(leaves, hosts per leaf, uplinks per leaf) of ``hosts`` hosts on ``radix``-port leaves (module
+    docstring); ``leaves`` when given is kept (at most ``hosts``), a leaf then having one uplink per
+    ``oversubscription`` hosts on it. Checks no port count: ``size`` does."""
+    down = max(1, math.floor(radix * oversubscription / (1 + oversubscription)))
+    grown = leaves is None and hosts > 2 * down  # past two leaves: every leaf cabled as a full one
+    if leaves is None:
+        leaves = max(2, math.ceil(hosts / down))
+    leaves = max(1, min(hosts, leaves))
+    per_leaf = math.ceil(hosts / leaves)
+    wanted = (down if grown else per_leaf) / oversubscription
+    ups = 0 if leaves == 1 else (math.ceil(wanted) if wanted <= radix else radix + 1)
+    return leaves, per_leaf, ups
+
+
+def even_spines(leaves: int, ups: int, radix: int) -> int | None:
+    """The fewest spines, at least two (one for a single uplink), that divide a leaf's ``ups``
+    uplinks evenly and get at most ``radix`` cables each; None when no count does."""
+    return next((d for d in range(min(2, ups), ups + 1) if ups % d == 0 and leaves * (ups // d) <= radix), None)
+
+
+def size(hosts: int, radix: int, oversubscription: float = 1.0, leaves: int | None = None,
+         spines: int | None = None, speed: str = "") -> Shape:
+    """The two-level fat-tree of ``hosts`` hosts on ``radix``-port switches (``leaf_shape``,
+    ``even_spines``); counts given are kept. Raises ValueError when the hosts and uplinks of a leaf,
+    or the cables of a spine, exceed ``radix`` (the message names the switch by ``speed``, e.g. NDR)."""
+    switch = f"{radix}-port {speed} switch" if speed else f"{radix}-port switch"
+    leaves, per_leaf, ups = leaf_shape(hosts, radix, oversubscription, leaves)
+    if per_leaf + ups > radix:
+        raise ValueError(f"{per_leaf} hosts and {ups if ups <= radix else f'over {radix}'} uplinks per leaf "
+                         f"exceed a {switch}")
+    if leaves == 1:
+        return Shape(1, 0, per_leaf, 0)
+    if spines is None:
+        spines = even_spines(leaves, ups, radix)
+        if spines is None:
+            raise ValueError(f"{leaves} leaves of {ups} uplinks exceed the {radix} ports of any spine (two levels "
+                             f"of {switch}es reach {radix * radix // 2} hosts; more needs a third level)")
+    if leaves * math.ceil(ups / spines) > radix:
+        raise ValueError(f"{leaves * math.ceil(ups / spines)} leaf cables on a spine exceed a {switch}")
+    return Shape(leaves, spines, per_leaf, ups)
+
+
+def fat_tree(hosts: list[str], rails: int = 1, leaves: int | None = None, spines: int | None = None,
+             width_speed: str = "4xNDR", oversubscription: float = 1.0, ports: dict[str, list[Port]] | None = None,
              name: str = "fabric") -> Fabric:
-    """A fat-tree over ``hosts`` with ``rails`` planes. ``ports[host][rail]`` are the HCAs to cable
-    (default ``default_ports``). Raises ValueError when a leaf would need more ports than its radix."""
+    """A fat-tree over ``hosts`` with ``rails`` planes, ``leaves`` and ``spines`` as given or as ``size``
+    chooses them for the switch radix of ``width_speed``'s rate. ``ports[host][rail]`` are the HCAs to
+    cable (default ``default_ports``). Raises ValueError when a switch would need more ports than its radix."""
     width, speed = split_width_speed(width_speed)
     radix = RADIX.get(speed, 64)
-    leaves = max(1, min(leaves, len(hosts)))
-    per_leaf = math.ceil(len(hosts) / leaves)
-    ups = 0 if leaves == 1 else math.ceil(per_leaf / oversubscription)
-    if per_leaf + ups > radix:
-        raise ValueError(f"{per_leaf} hosts and {ups} uplinks per leaf exceed a {radix}-port {speed} switch")
+    shape = size(len(hosts), radix, oversubscription, leaves, spines, speed)
     ports = ports or default_ports(hosts, rails)
     planes = []
     for rail in range(rails):
-        planes.append(_plane(hosts, rail, leaves, spines if leaves > 1 else 0, per_leaf, ups, width, speed, radix,
-                             ports, name))
+        planes.append(_plane(hosts, rail, shape.leaves, shape.spines, shape.per_leaf, shape.uplinks, width, speed,
+                             radix, ports, name))
     return Fabric(planes)
 
 

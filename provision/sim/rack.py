@@ -155,8 +155,10 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
 
 def fabric_world(profile: dict, names: list[str], shape: dict) -> dict | None:
     """The rack's InfiniBand fabric (provision/sim/tools/fabricsim.py reads it): a two-layer
-    fat-tree, one plane per HCA (rail), default 2 leaves and 2 spines at 1:1, cabling the HCAs
-    the nodes' hardware models carry at the profile's port rate. None without HCAs."""
+    fat-tree, one plane per HCA (rail), at 1:1 unless ``shape`` says otherwise, its leaves and
+    spines those ``shape`` gives or sized from the switch radix of the profile's port rate
+    (``synth.size``: two leaves up to radix hosts, then radix/2 hosts per leaf), cabling the HCAs
+    the nodes' hardware models carry. None without HCAs."""
     hca = profile.get("hca") or {}
     if not hca.get("count") or hca.get("link_layer", "InfiniBand") != "InfiniBand":
         return None
@@ -165,8 +167,7 @@ def fabric_world(profile: dict, names: list[str], shape: dict) -> dict | None:
         model = hwmodel.build(profile, name, index)
         ports[name] = [synth.Port(h["node_guid"], h["lid"], h["name"]) for h in model["hcas"]]
     try:
-        built = synth.fat_tree(names, rails=int(hca["count"]), leaves=int(shape.get("leaves", 2)),
-                               spines=int(shape.get("spines", 2)),
+        built = synth.fat_tree(names, rails=int(hca["count"]), leaves=shape.get("leaves"), spines=shape.get("spines"),
                                width_speed=_width_speed(int(hca["rate_Gbps"])),
                                oversubscription=float(shape.get("oversubscription", 1.0)), ports=ports,
                                name="sim")

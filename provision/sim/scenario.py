@@ -87,11 +87,10 @@ def _check_fabric_shape(path: Path, data: dict, nodes: int, shape: dict) -> None
 
 def _check_switch_ports(path: Path, nodes: int, shape: dict, speed: str, radix: int) -> None:
     """``_check_fabric_shape`` for switches of ``radix`` ports."""
-    leaves, spines = shape.get("leaves", 2), shape.get("spines", 2)
-    if "leaves" in shape and leaves > nodes:
-        raise ProvisionError(f"{path}: fabric.leaves: {leaves} leaves for {nodes} nodes (a leaf needs a node)")
-    leaves = min(leaves, nodes)
-    per_leaf = math.ceil(nodes / leaves)
+    if "leaves" in shape and shape["leaves"] > nodes:
+        raise ProvisionError(f"{path}: fabric.leaves: {shape['leaves']} leaves for {nodes} nodes "
+                             "(a leaf needs a node)")
+    leaves, per_leaf, ups = synth.leaf_shape(nodes, radix, shape.get("oversubscription", 1.0), shape.get("leaves"))
     if leaves == 1:
         for key in ("spines", "oversubscription"):
             if key in shape:
@@ -99,15 +98,17 @@ def _check_switch_ports(path: Path, nodes: int, shape: dict, speed: str, radix: 
         if per_leaf > radix:
             raise ProvisionError(f"{path}: fabric: {per_leaf} nodes on one leaf exceed a {radix}-port {speed} switch")
         return
-    wanted = per_leaf / shape.get("oversubscription", 1.0)
-    ups = math.ceil(wanted) if wanted <= radix else radix + 1
     if per_leaf + ups > radix:
         said = ups if ups <= radix else f"over {radix}"
         raise ProvisionError(f"{path}: fabric: {per_leaf} nodes and {said} uplinks per leaf exceed a {radix}-port "
                              f"{speed} switch (more leaves, or a higher oversubscription)")
-    if "spines" in shape and spines > ups:
-        raise ProvisionError(f"{path}: fabric.spines: {spines} spines but each leaf has {ups} uplinks "
+    if "spines" in shape and shape["spines"] > ups:
+        raise ProvisionError(f"{path}: fabric.spines: {shape['spines']} spines but each leaf has {ups} uplinks "
                              "(a spine would have no cable)")
+    spines = shape["spines"] if "spines" in shape else synth.even_spines(leaves, ups, radix)
+    if spines is None:
+        raise ProvisionError(f"{path}: fabric: {nodes} nodes need more than two levels of {radix}-port {speed} "
+                             f"switches (they reach {radix * radix // 2} hosts at 1:1)")
     per_spine = leaves * math.ceil(ups / spines)
     if per_spine > radix:
         raise ProvisionError(f"{path}: fabric.spines: {per_spine} leaf cables on a spine exceed a {radix}-port "
