@@ -319,11 +319,13 @@ def _apply_fabric(world: dict, node_name: str, kind_name: str, device: str, valu
 
 
 def _write_fabric(inventory_dir: Path, world: dict) -> None:
-    text = yaml.safe_dump(world, sort_keys=False)
-    _fabric_path(inventory_dir).write_text(text)
+    text = rack.dump_yaml(world)
+    shared = _fabric_path(inventory_dir)
+    shared.write_text(text)
     for node in rack.load_nodes(inventory_dir):
-        if node.alive():
-            (node.root() / "etc/provision-sim/fabric.yaml").write_text(text)
+        copy = node.root() / "etc/provision-sim/fabric.yaml"
+        if node.alive() and not (copy.exists() and copy.samefile(shared)):  # sim up links it (one file)
+            copy.write_text(text)
 
 
 def _inject_fabric(inventory_dir: Path, node_name: str, kind_name: str, device: str | None,
