@@ -7,7 +7,14 @@ take T seconds (provision/sim/tools/simhw.py ``hang_if_faulted``), and
 ``provision burnin -i RACK --scope node --checks xid,pcie_link,storage`` runs. A node's test time is then
 4 T (dmesg, lspci twice, fio, one after another on the node); the ratio is the burn-in's wall time over it,
 for the engine (report.json's burnin_wall_s) and end to end (as the user types it). Errors are results
-in error: with healthy nodes every one is a false error. Goal (issue 13): <= 1.15 at 64 nodes, zero errors.
+in error: with healthy nodes every one is a false error. Goal (issue 20): <= 1.15 at the largest size, zero
+errors.
+
+Also per size: the controller's cost, from ``wait4(2)``'s rusage of the ``provision burnin`` process (this
+bench's child; it starts no processes of its own): CPU seconds (user + system) per node and peak RSS; the
+rack's memory, the PSS of every process of each node (tini, sshd) from ``/proc/PID/smaps_rollup``, per
+node; ``sim up``'s wall time; and the load average (the machine may be shared) before and after.
+Usage: ``bench/burnin_overhead.py 64 256 1024 [--tool-time T] [--forks N]``.
 """
 from __future__ import annotations
 
@@ -35,42 +42,95 @@ def provision(*args: str, env: dict | None = None) -> tuple[float, subprocess.Co
     return time.monotonic() - start, proc
 
 
-def main() -> None:
-    from provision.sim import rack
+def measured(args: list[str], env: dict, log: Path) -> tuple[float, int, float, float]:
+    """Run ``provision ARGS`` (output to ``log``): wall s, exit status, CPU s (user + system) and peak
+    RSS in MiB of that process, from wait4(2)'s rusage (Linux: ru_maxrss in KiB)."""
+    start = time.monotonic()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([PY, "-m", "provision", *args], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env={**os.environ, **env})
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.monotonic() - start, proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
+
+def node_pss_MiB(pid: int) -> float:
+    """PSS of a node's processes (its PID 1 and every descendant), MiB; 0 for a node gone."""
+    total_kB, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kB += int(line.split()[1])
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return total_kB / 1024
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", default="8,32,64")
+    p.add_argument("sizes", nargs="*", type=int, help="rack sizes (default 8 32 64)")
+    p.add_argument("--nodes", help="rack sizes as a comma list (the older form)")
     p.add_argument("--tool-time", type=float, default=5.0, help="T, seconds each simulated tool takes (default 5)")
+    p.add_argument("--forks", type=int, help="passed to provision burnin (default: every host at once)")
     args = p.parse_args()
+    sizes = args.sizes or [int(x) for x in (args.nodes or "8,32,64").split(",")]
     t = args.tool_time
     print(f"# {os.cpu_count()} CPUs; T = {t:g} s per tool call, {TOOL_CALLS} calls per node: "
           f"test time {TOOL_CALLS * t:g} s")
-    print(f"{'nodes':>5} {'engine s':>8} {'end-to-end s':>12} {'engine/test':>11} {'e2e/test':>8} {'errors':>6}")
-    for n in (int(x) for x in args.nodes.split(",")):
-        work = Path(tempfile.mkdtemp(prefix=f"bench-overhead-{n}-"))
-        shutil.copytree(ROOT / "inventory/sim/group_vars", work / "rack" / "group_vars")
-        _, up = provision("sim", "up", "--nodes", str(n), "--inventory", str(work / "rack"), "--address-base",
-                          f"127.0.{90 + n // 8}.10")
-        if up.returncode != 0:
-            sys.exit(up.stderr[-2000:])
+    print(f"{'nodes':>5} {'up s':>6} {'engine s':>8} {'e2e s':>7} {'engine/test':>11} {'e2e/test':>8} {'errors':>6} "
+          f"{'CPU s/node':>10} {'peak RSS MiB':>12} {'node PSS MiB':>12}  load before -> after")
+    for n in sizes:
         try:
-            for node in rack.load_nodes(work / "rack"):
-                (node.root() / "etc/provision-sim/bench-tool-time-s").write_text(f"{t}\n")
-            wall, proc = provision("burnin", "-i", str(work / "rack"), "--scope", "node", "--checks", CHECKS,
-                                   "--run-id", f"overhead-{n}", env={"PROVISION_RUNS_DIR": str(work / "runs")})
-            report = json.loads((work / "runs" / f"overhead-{n}" / "report.json").read_text())
-            engine = float(report["burnin_wall_s"])
-            errors = sum(r["outcome"] == "error" for r in report["results"])
-            test = TOOL_CALLS * t
-            print(f"{n:>5} {engine:>8.1f} {wall:>12.1f} {engine / test:>11.2f} {wall / test:>8.2f} {errors:>6}",
-                  flush=True)
-            if errors:
-                for r in report["results"]:
-                    if r["outcome"] == "error":
-                        print(f"#   {r['hosts'][0]} {r['check']}: {r['message'][:160]}")
-        finally:
-            provision("sim", "down", "--inventory", str(work / "rack"))
-            shutil.rmtree(work, ignore_errors=True)
+            one(n, t, args.forks)
+        except RuntimeError as exc:
+            print(f"# {n} nodes: stopped: {exc}", flush=True)
+            break
+
+
+def one(n: int, t: float, forks: int | None) -> None:
+    """Start a rack of ``n`` nodes, burn it in once, print the figures' row, stop the rack."""
+    from provision.sim import rack
+
+    work = Path(tempfile.mkdtemp(prefix=f"bench-overhead-{n}-"))
+    shutil.copytree(ROOT / "inventory/sim/group_vars", work / "rack" / "group_vars")
+    before = load()
+    up_s, up = provision("sim", "up", "--nodes", str(n), "--inventory", str(work / "rack"), "--address-base",
+                         "127.77.0.10")
+    try:
+        if up.returncode != 0:
+            raise RuntimeError(f"sim up failed: {up.stderr.strip()[-500:]}")
+        nodes = rack.load_nodes(work / "rack")
+        pss = sum(node_pss_MiB(node.pid) for node in nodes) / len(nodes)
+        for node in nodes:
+            (node.root() / "etc/provision-sim/bench-tool-time-s").write_text(f"{t}\n")
+        extra = ["--forks", str(forks)] if forks else []
+        wall, rc, cpu_s, rss_MiB = measured(
+            ["burnin", "-i", str(work / "rack"), "--scope", "node", "--checks", CHECKS, "--run-id", f"overhead-{n}",
+             *extra], {"PROVISION_RUNS_DIR": str(work / "runs")}, work / "burnin.log")
+        report_path = work / "runs" / f"overhead-{n}" / "report.json"
+        if not report_path.is_file():
+            raise RuntimeError(f"provision burnin exited {rc} without a report: "
+                               f"{(work / 'burnin.log').read_text()[-500:]}")
+        report = json.loads(report_path.read_text())
+        engine = float(report["burnin_wall_s"])
+        errors = sum(r["outcome"] == "error" for r in report["results"])
+        test = TOOL_CALLS * t
+        print(f"{n:>5} {up_s:>6.1f} {engine:>8.1f} {wall:>7.1f} {engine / test:>11.2f} {wall / test:>8.2f} "
+              f"{errors:>6} {cpu_s / n:>10.3f} {rss_MiB:>12.0f} {pss:>12.2f}  {before} -> {load()}", flush=True)
+        shown = [r for r in report["results"] if r["outcome"] == "error"][:10]
+        for r in shown:
+            print(f"#   {r['hosts'][0]} {r['check']}: {r['message'][:160]}")
+    finally:
+        provision("sim", "down", "--inventory", str(work / "rack"))
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
