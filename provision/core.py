@@ -52,7 +52,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     (``provision.inventory.shard``); ``provision merge`` joins the shards' runs. ``local``: the burn-in
     of this machine, no SSH (``_local``: ``host_name``, ``profile``). While it runs, the console shows a
     line per check and per role (``provision.report.progress``: ``live`` redraws them on a terminal), a
-    line per host and job with ``verbose``."""
+    line per host and job with ``verbose``. ``forks`` is the most hosts worked on at once (None: every
+    host at once)."""
     _drain_options(drain, resume_passed)
     _known_checks(only_checks)
     if retry_failed is not None:
