@@ -323,9 +323,9 @@ def _write_fabric(inventory_dir: Path, world: dict) -> None:
     shared = _fabric_path(inventory_dir)
     shared.write_text(text)
     for node in rack.load_nodes(inventory_dir):
-        copy = node.root() / "etc/provision-sim/fabric.yaml"
-        if node.alive() and not (copy.exists() and copy.samefile(shared)):  # sim up links it (one file)
-            copy.write_text(text)
+        upper = rack.state_dir(inventory_dir) / "nodes" / node.name / "upper/etc/provision-sim/fabric.yaml"
+        if node.alive() and not (upper.exists() and upper.samefile(shared)):  # sim up links it (one file)
+            (node.root() / "etc/provision-sim/fabric.yaml").write_text(text)
 
 
 def _inject_fabric(inventory_dir: Path, node_name: str, kind_name: str, device: str | None,
