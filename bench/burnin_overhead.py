@@ -120,6 +120,9 @@ def one(n: int, t: float, forks: int | None) -> None:
             raise RuntimeError(f"provision burnin exited {rc} without a report: "
                                f"{(work / 'burnin.log').read_text()[-500:]}")
         report = json.loads(report_path.read_text())
+        if "burnin_wall_s" not in report:  # a run stopped part-way keeps its results but has no wall time
+            done = sum(r["outcome"] != "error" for r in report.get("results", []))
+            raise RuntimeError(f"provision burnin exited {rc} before the end ({done} results not in error)")
         engine = float(report["burnin_wall_s"])
         errors = sum(r["outcome"] == "error" for r in report["results"])
         test = TOOL_CALLS * t
