@@ -41,15 +41,19 @@ __all__ = ["AnsibleError", "Session", "one_line"]
 INTERNAL_VARS = frozenset(C.INTERNAL_STATIC_VARS)  # magic variables (groups, hostvars, ...), not the host's own
 
 
-def _clean_facts(facts, _clean=_manager.clean_facts):
+_ANSIBLE_CLEAN_FACTS = getattr(_manager, "clean_facts", None)
+
+
+def _clean_facts(facts):
     """ansible-core's ``clean_facts``, which ``VariableManager.get_vars`` calls for every host even when
     it has no facts (here: never, no node is reached), and which lists every connection plugin on
     disk on each call: two thirds of ``get_vars``' time at 1,250 hosts (bench/plan_scale.py). With no
     facts its answer is always {}; with facts it is ansible-core's own."""
-    return _clean(facts) if facts else {}
+    return _ANSIBLE_CLEAN_FACTS(facts) if facts and _ANSIBLE_CLEAN_FACTS else {}
 
 
-_manager.clean_facts = _clean_facts  # this process only reads inventories; playbooks run in their own
+if _ANSIBLE_CLEAN_FACTS is not None:  # an ansible-core without it (a later refactor) is used as it is
+    _manager.clean_facts = _clean_facts  # this process only reads inventories; playbooks run in their own
 
 
 def one_line(exc: BaseException) -> str:
