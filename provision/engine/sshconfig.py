@@ -26,6 +26,7 @@ import os
 import re
 import socket
 import subprocess
+import threading
 from dataclasses import dataclass
 
 from provision import external
@@ -81,6 +82,9 @@ class Target:
             hop = hop.via
         return hops
 
+
+MAX_HOPS = 16  # jump hosts in one chain; more is a ProxyJump loop in ssh_config (see _jump)
+_HOPS = threading.local()  # the hops being resolved by this thread, outermost first
 
 def resolve(host) -> Target:
     """What OpenSSH would use to reach ``host`` (a ``provision.inventory.Host``). Raises CommandError."""
@@ -143,13 +147,23 @@ def ask(options: tuple[str, ...] | list[str], name: str) -> dict[str, list[str]]
 
 
 def _jump(spec: str, options: tuple[str, ...], extra_known: tuple[str, ...]) -> Target:
-    """The last hop of a ProxyJump list, resolved as ssh.c resolves it (see the module's docstring)."""
+    """The last hop of a ProxyJump list, resolved as ssh.c resolves it (see the module's docstring).
+    Raises CommandError for a chain of more than ``MAX_HOPS`` hops: ssh_config blocks whose ProxyJumps
+    lead back to themselves (A -> B -> A), which OpenSSH itself would follow until it runs out of processes."""
     *before, last = spec.split(",")
     user, host, port = parse_hop(last)
     config = config_file(options)
     argv = [*(["-l", user] if user else []), *(["-p", port] if port else []),
             *(["-J", ",".join(before)] if before else []), *(["-F", config] if config else [])]
-    return _resolve(tuple(argv), host, extra_known)
+    chain = _HOPS.__dict__.setdefault("chain", [])
+    if len(chain) >= MAX_HOPS:
+        raise CommandError(f"ProxyJump loop or a chain of more than {MAX_HOPS} hops: "
+                           f"{' -> '.join(chain[:6])}{' -> ...' if len(chain) > 6 else ''}")
+    chain.append(last.strip())
+    try:
+        return _resolve(tuple(argv), host, extra_known)
+    finally:
+        chain.pop()
 
 
 def parse_hop(spec: str) -> tuple[str | None, str, str | None]:

@@ -156,3 +156,16 @@ def test_a_broken_config_is_one_line_naming_the_host(tmp_path):
                                           ("ssh://u@[::1]:3", ("u", "::1", "3"))])
 def test_parse_hop(spec, parsed):
     assert sshconfig.parse_hop(spec) == parsed
+
+
+def test_a_proxyjump_loop_is_one_line_naming_the_hops(tmp_path):
+    """ssh_config blocks whose ProxyJumps lead back to themselves: OpenSSH would follow them for ever."""
+    (tmp_path / "cfg").write_text("Host hop-a\n  HostName 127.9.9.1\n  ProxyJump hop-b\n"
+                                  "Host hop-b\n  HostName 127.9.9.2\n  ProxyJump hop-a\n")
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"n1": {
+        "ansible_host": "127.9.9.3", "ansible_ssh_common_args": f"-F {tmp_path / 'cfg'} -J hop-a",
+        "provision_profile": PROFILE}}}}))
+    host = inventory.load(tmp_path / "hosts.yml").hosts[0]
+    with pytest.raises(CommandError, match=r"^host n1: ProxyJump loop or a chain of more than 16 hops: "
+                                           r"hop-a -> hop-b -> hop-a"):
+        sshconfig.resolve(host)
