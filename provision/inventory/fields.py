@@ -38,7 +38,9 @@ SSH_ARGS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_ar
 WEAK_SSH = re.compile(r"StrictHostKeyChecking\s*[= ]\s*[\"']?(no|off|false|accept-new)\b|"
                       r"UserKnownHostsFile\s*[= ]\s*[\"']?(/dev/null|none)\b", re.IGNORECASE)
 CONNECTIONS = ("ssh", "ansible.builtin.ssh", "smart")  # smart is ssh (ansible-core 2.19)
-SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")  # what DNS names and Ansible's groups need
+# what DNS names and Ansible's groups need; at most 200 characters, so that a file named after the host
+# (junit/<host>.xml and its temporary twin) stays within Linux's 255-byte NAME_MAX
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}\Z")
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
 SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
@@ -188,7 +190,7 @@ def _check_names(ansible_host) -> None:
     """Host and group names: ``SAFE_NAME`` (names become file names; Ansible itself accepts '-' and '.'
     in group names with a warning, and refuses little else in YAML)."""
     name = ansible_host.name
-    rule = "letters, digits, '.', '_', '-', not starting with '.' or '-'"
+    rule = "letters, digits, '.', '_', '-', not starting with '.' or '-', at most 200 characters"
     if not SAFE_NAME.match(name):
         raise Problem(_defined_in(ansible_host), ascii(name), "inventory_hostname",
                       f"host name {ascii(name)} is not a safe name ({rule}): it names the host's files")

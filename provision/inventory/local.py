@@ -13,6 +13,7 @@ from pathlib import Path
 
 from provision.errors import InventoryError, ProvisionError
 from provision.inventory import Host, Inventory, Vault, read
+from provision.inventory.fields import PROFILE_NAME, SAFE_NAME
 
 
 def this_host(name: str | None, profile: str | None, sources: tuple[Path, ...], vault: Vault) -> tuple[str, Host]:
@@ -23,6 +24,12 @@ def this_host(name: str | None, profile: str | None, sources: tuple[Path, ...], 
         raise ProvisionError("burnin --local: give the hardware profile (--profile NAME) or an inventory that "
                              "holds this host (-i INVENTORY), one of the two")
     given = name or socket.gethostname()
+    if not SAFE_NAME.match(given) or ".." in given:  # it names the run's files (raw/<host>/, junit/<host>.xml)
+        raise ProvisionError(f"burnin --local: host name {ascii(given[:80])} is not a safe name (letters, digits, "
+                             "'.', '_', '-', not starting with '.' or '-', at most 200 characters): give --host NAME")
+    if profile and (not PROFILE_NAME.match(profile) or profile.endswith((".yaml", ".yml"))):
+        raise ProvisionError(f"burnin --local: --profile {ascii(profile[:80])}: the name of a bundled profile, not "
+                             "a path (the names of provision/profiles/data/*.yaml)")
     if profile:
         return f"this machine ({given}, --profile {profile})", Host(given, "localhost", 0, getpass.getuser(), None,
                                                                      None, profile)

@@ -181,14 +181,15 @@ class RunDir:
         return run
 
 
-SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")  # 200 at most: <name>.xml's temporary twin fits NAME_MAX
 
 
 def safe_name(name: str, what: str) -> str:
     """``name`` when it is a plain file name (letters, digits, '.', '_', '-', not starting with '.'
     or '-'); else ProvisionError: host and check names become file names in the run folder."""
     if not SAFE.fullmatch(name) or ".." in name:
-        raise ProvisionError(f"{what}: {name!r} is not a plain name (letters, digits, '.', '_', '-')")
+        raise ProvisionError(f"{what}: {name[:80]!r}{'...' if len(name) > 80 else ''} is not a plain name "
+                             "(letters, digits, '.', '_', '-', at most 200 characters)")
     return name
 
 

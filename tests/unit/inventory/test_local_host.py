@@ -29,6 +29,14 @@ def test_a_profile_alone_judges_this_machine_without_site_variables():
     ("gpubox", "h100-sxm5-80g-ndr", HOMELAB, ProvisionError, "one of the two"),
     ("elsewhere", None, HOMELAB, InventoryError, "host elsewhere (this machine by --host) is not in the inventory"),
     ("nas01", None, HOMELAB, InventoryError, "host nas01: no provision_profile: not a GPU node"),
+    # the host names the run's files; the profile is a bundled one, as in an inventory
+    ("../../etc", "h100-sxm5-80g-ndr", (), ProvisionError, "host name '../../etc' is not a safe name"),
+    (".hidden", "h100-sxm5-80g-ndr", (), ProvisionError, "host name '.hidden' is not a safe name"),
+    ("a..b", "h100-sxm5-80g-ndr", (), ProvisionError, "host name 'a..b' is not a safe name"),
+    ("g" * 201, "h100-sxm5-80g-ndr", (), ProvisionError, "at most 200 characters"),
+    ("n17", "/tmp/evil", (), ProvisionError, "--profile '/tmp/evil': the name of a bundled profile, not a path"),
+    ("n17", "../data/h100-sxm5-80g-ndr", (), ProvisionError, "the name of a bundled profile, not a path"),
+    ("n17", "h100-sxm5-80g-ndr.yaml", (), ProvisionError, "the name of a bundled profile, not a path"),
 ])
 def test_refusals_name_the_host_and_what_to_give(name, profile, sources, error, text):
     with pytest.raises(error, match=text.replace("(", r"\(").replace(")", r"\)")):
