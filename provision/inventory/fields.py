@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -180,10 +181,37 @@ def _check_host_keys(f: Fields) -> None:
                                    "always checked (remove it, and add the node's key to known_hosts)")
     for name in SSH_ARGS:
         field, value = f.get((name,))
-        weak = WEAK_SSH.search(str(value)) if value is not None else None
+        weak, where = _weak_ssh(value) if value is not None else (None, "")
         if weak:
-            raise f.problem(field, f"field '{field}' turns host key checking off "
+            raise f.problem(field, f"field '{field}' turns host key checking off{where} "
                                    f"({weak.group(0)}); a GPU node's host key is always checked")
+
+
+def _weak_ssh(value) -> tuple[re.Match | None, str]:
+    """A setting of ``WEAK_SSH`` in ssh arguments, read as the shell words ssh gets (quotes removed:
+    ``'StrictHostKeyChecking'=no`` is ``StrictHostKeyChecking=no`` to ssh), or in an ssh_config file
+    they name with ``-F`` (any line but comments: the file is given for these hosts). The match and
+    where it was found ('' in the arguments, " in FILE line N")."""
+    text = str(value)
+    try:
+        words = sshargs.split(text)
+    except ValueError:  # unbalanced quotes: refused on their own when the options are built
+        words = []
+    unquoted = " ".join(w.replace("'", "").replace('"', "") for w in words)  # ssh's own -o parser unquotes too
+    weak = WEAK_SSH.search(text) or WEAK_SSH.search(" ".join(words)) or WEAK_SSH.search(unquoted)
+    if weak:
+        return weak, ""
+    files = [w[2:] or (words[i + 1] if i + 1 < len(words) else "") for i, w in enumerate(words) if w.startswith("-F")]
+    for name in filter(None, files):
+        try:
+            lines = Path(name).expanduser().read_text(errors="replace").splitlines()
+        except OSError:
+            continue  # OpenSSH says so when the host is resolved (ssh -G), naming the file
+        for number, line in enumerate(lines, 1):
+            weak = None if line.lstrip().startswith("#") else WEAK_SSH.search(line)
+            if weak:
+                return weak, f" in {name} line {number}"
+    return None, ""
 
 
 def _check_names(ansible_host) -> None:

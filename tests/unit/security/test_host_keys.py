@@ -1,6 +1,8 @@
 """Host keys are always checked: inventories that would turn checking off, connect locally or
 with paramiko are refused naming the host and the variable; the user's environment cannot turn
 it off for ansible-runner."""
+import json
+
 import pytest
 
 from provision.runner import ansible
@@ -70,3 +72,22 @@ def test_the_user_environment_cannot_weaken_ssh_for_ansible_runner(tmp_path, mon
     assert {k: env[k] for k in ansible.HOST_KEY_ENV} == ansible.HOST_KEY_ENV
     assert "ANSIBLE_TRANSPORT" not in env and "ANSIBLE_SSH_ARGS" not in env
     assert "/tmp/cb" not in env["ANSIBLE_CALLBACK_PLUGINS"]
+
+
+@pytest.mark.parametrize("args", ["-o \"'StrictHostKeyChecking'=no\"", "-o Strict\"\"HostKeyChecking=no",
+                                  "-o StrictHostKeyChecking=n''o"])
+def test_ssh_args_are_judged_as_the_words_ssh_gets(read_inventory, args):
+    """Quotes the shell removes do not hide a setting from the check (found by a breaker)."""
+    found = read_inventory(gpu_node(f"      ansible_ssh_args: {json.dumps(args)}\n"))
+    assert [p.field for p in found.problems] == ["ansible_ssh_args"]
+    assert "StrictHostKeyChecking=no" in str(found.problems[0])
+
+
+def test_an_ssh_config_named_by_F_that_turns_checking_off_is_refused(read_inventory, tmp_path):
+    weak = tmp_path / "weak.cfg"
+    weak.write_text("# StrictHostKeyChecking no (a comment)\nHost *\n  StrictHostKeyChecking no\n")
+    found = read_inventory(gpu_node(f"      ansible_ssh_common_args: -F {weak}\n"))
+    assert [p.field for p in found.problems] == ["ansible_ssh_common_args"]
+    assert f"in {weak} line 3 (StrictHostKeyChecking no)" in str(found.problems[0])
+    (tmp_path / "strict.cfg").write_text("Host *\n  StrictHostKeyChecking yes\n")
+    assert not read_inventory(gpu_node(f"      ansible_ssh_common_args: -F {tmp_path / 'strict.cfg'}\n")).problems
