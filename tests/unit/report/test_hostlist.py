@@ -17,6 +17,9 @@ CASES = [
     (["login", "gpu1", "gpu3"], "gpu[1,3],login"),
     (["node01"], "node01"),
     ([], ""),
+    # digits not last: left as they are, as Slurm leaves them (Slurm 22.05 refuses gpu[01-02].cluster.local)
+    (["gpu02.cluster.local", "gpu01.cluster.local"], "gpu01.cluster.local,gpu02.cluster.local"),
+    (["n2-ib", "n1-ib", "n3"], "n3,n1-ib,n2-ib"),
 ]
 
 
@@ -29,13 +32,27 @@ def test_fold_follows_slurm_rules_and_expands_back(hosts, folded):
 SCONTROL = shutil.which("scontrol")
 
 
-@pytest.mark.parametrize("hosts,folded", [c for c in CASES if c[0] and "login" not in c[0]])
-def test_fold_agrees_with_scontrol(hosts, folded, tmp_path):
+def _slurm_conf(tmp_path):
     if SCONTROL is None:
         pytest.skip("scontrol is not installed (slurm-wlm: make test installs it)")
     conf = tmp_path / "slurm.conf"  # scontrol reads a configuration even to fold names; no daemon is asked
     conf.write_text("ClusterName=hostlist\nSlurmctldHost=localhost\nNodeName=localhost\n"
                     "PartitionName=p Nodes=localhost\n")
+    return conf
+
+
+@pytest.mark.parametrize("hosts,folded", [c for c in CASES if c[0]])
+def test_slurm_expands_every_fold_back_to_its_hosts(hosts, folded, tmp_path):
+    conf = _slurm_conf(tmp_path)
+    said = subprocess.run([SCONTROL, "show", "hostnames", folded], capture_output=True, text=True,
+                          timeout=60, check=True, env={**os.environ, "SLURM_CONF": str(conf)}).stdout.split()
+    assert sorted(said) == sorted(set(hosts))
+
+
+@pytest.mark.parametrize("hosts,folded", [c for c in CASES if c[0] and "login" not in c[0] and "n3" not in c[0]
+                                          and not any("." in h for h in c[0])])
+def test_fold_agrees_with_scontrol(hosts, folded, tmp_path):
+    conf = _slurm_conf(tmp_path)
     ordered = hostlist.expand(folded)  # scontrol folds neighbours in the order given
     said = subprocess.run([SCONTROL, "show", "hostlist", ",".join(ordered)], capture_output=True, text=True,
                           timeout=60, check=True, env={**os.environ, "SLURM_CONF": str(conf)}).stdout.strip()
