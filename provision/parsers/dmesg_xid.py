@@ -41,6 +41,10 @@ def parse(text: str) -> dict:
     if not any(_KERNEL_LINE.search(row) for row in rows):
         raise refuse("dmesg/journal", "no kernel log line (timestamp, 'kernel:' or 'NVRM:')")
     xids = [_xid(m, row) for row in rows for m in [_XID.search(row)] if m]
+    unread = [row for row in rows if "NVRM: Xid" in row and not _XID.search(row)]
+    if unread:  # an Xid the parser cannot read is never "no Xid": a cut line or a format not known here
+        raise refuse("dmesg/journal", f"{len(unread)} Xid line(s) not of the form 'NVRM: Xid (PCI:<id>): <n>, "
+                                      f"<message>', first: {unread[0].strip()[:120]!r}")
     fallen = [_short_pci(x["pci"]) for x in xids if x["xid"] == 79]
     fallen += [_short_pci(m.group(1)) for m in map(_FALLEN.search, rows) if m]
     module = next((m.group(1) for m in map(_MODULE.search, rows) if m), None)
