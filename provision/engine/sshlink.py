@@ -188,7 +188,8 @@ class Links:
             try:
                 link = self.open(hop)
             except Refused as exc:
-                text = f"jump host {hop.name} {exc}"
+                said = str(exc)  # "(address:port)..." of this hop, or an earlier hop's own "jump host ..." line
+                text = f"jump host {hop.name}{' ' if said.startswith('(') else ': '}{said}"
                 with self._lock:
                     self._failed[hop] = (time.monotonic(), text)
                 raise Refused(text) from None
