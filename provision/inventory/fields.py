@@ -189,7 +189,7 @@ def _check_host_keys(f: Fields) -> None:
 
 def _weak_ssh(value) -> tuple[re.Match | None, str]:
     """A setting of ``WEAK_SSH`` in ssh arguments, read as the shell words ssh gets (quotes removed:
-    ``'StrictHostKeyChecking'=no`` is ``StrictHostKeyChecking=no`` to ssh), or in an ssh_config file
+    a quoted ``'StrictHostKeyChecking'=VALUE`` is the plain option to ssh), or in an ssh_config file
     they name with ``-F`` (any line but comments: the file is given for these hosts). The match and
     where it was found ('' in the arguments, " in FILE line N")."""
     text = str(value)
