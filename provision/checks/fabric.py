@@ -76,7 +76,7 @@ def _label(plane: Plane, link) -> str:
 
 def _host(plane: Plane, link) -> str:
     """The host whose HCA cable this is; ``FABRIC`` for a cable between switches (it fails no node)."""
-    hca = next((h for h in plane.hcas if h.link.id == link.id), None)
+    hca = plane.hca_on(link)
     return (hca.host or "") if hca else FABRIC
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from provision.fabric.model import Fabric, Link, Plane
+from provision.fabric.model import Fabric, Link
 
 # A failing ratio this far under the threshold is taken as a sure failure: 2.5x the +-2% run-to-run
 # spread of a healthy bandwidth test that the bench assumes (bench/localize.py).
@@ -103,25 +103,6 @@ class _Fail:
     ev: dict
 
 
-class _MemoPlane(Plane):
-    """A plane whose ``uplinks`` are memoised (the model's scans every cable per call); ``route`` is the
-    model's own."""
-
-    _up: dict[str, list[Link]]
-
-    def uplinks(self, leaf: str) -> list[Link]:
-        if leaf not in self._up:
-            self._up[leaf] = Plane.uplinks(self, leaf)
-        return self._up[leaf]
-
-
-def _memo_plane(plane: Plane) -> _MemoPlane:
-    memo = _MemoPlane.__new__(_MemoPlane)
-    memo.__dict__.update(plane.__dict__)
-    memo._up = {}
-    return memo
-
-
 class Routes:
     """Leaf-spine cable ids of ``Plane.route`` (its HCA cables dropped), memoised per (rail, source leaf,
     destination): under D-mod-k the uplink depends only on the destination (model docstring), so every
@@ -129,7 +110,7 @@ class Routes:
 
     def __init__(self, fabric: Fabric):
         self.fabric = fabric
-        self._planes = [_memo_plane(p) for p in fabric.planes]
+        self._planes = fabric.planes  # each memoises its uplinks (provision.fabric.model.Plane)
         self._leaf = [{h.host: h.leaf for h in p.hcas if h.host} for p in fabric.planes]
         self._rep: list[dict[str, str]] = [{} for _ in fabric.planes]  # rail -> leaf -> a host on it
         for rail, leaves in enumerate(self._leaf):

@@ -130,7 +130,13 @@ class Hca:
 
 @dataclass
 class Plane:
-    """One subnet: ``switches`` by node id, the ``hcas`` cabled to it, every cable once."""
+    """One subnet: ``switches`` by node id, the ``hcas`` cabled to it, every cable once.
+
+    Built once: construction indexes the cables and HCAs by switch (one pass over each), so a
+    switch's uplinks, downlinks and hosts cost its own cables, not the plane's (a 6,000-switch dump
+    in seconds, not minutes: bench/fabric_scale.py). Replacing a cable in ``links`` afterwards is
+    seen by ``degraded`` (which reads ``links``) but not by the per-switch answers.
+    """
 
     name: str
     switches: dict[str, Switch]
@@ -138,12 +144,21 @@ class Plane:
     links: list[Link]
     _by_host: dict[str, Hca] = field(default_factory=dict, repr=False)
     _index: dict[str, int] = field(default_factory=dict, repr=False)
+    _cabled: dict[str, list[Link]] = field(default_factory=dict, repr=False)  # node -> its cables, self-loops aside
+    _on_leaf: dict[str, list[Hca]] = field(default_factory=dict, repr=False)  # leaf -> its HCAs, hcas' order
+    _by_cable: dict[str, Hca] = field(default_factory=dict, repr=False)  # Link.id -> the HCA on that cable
+    _up: dict[str, tuple[Link, ...]] = field(default_factory=dict, repr=False)  # leaf -> uplinks, port order
 
     def __post_init__(self) -> None:
-        ca_switches = {h.leaf for h in self.hcas}
+        for lk in self.links:
+            if not lk.self_loop:
+                self._cabled.setdefault(lk.a, []).append(lk)
+                self._cabled.setdefault(lk.b, []).append(lk)
+        for h in self.hcas:
+            self._on_leaf.setdefault(h.leaf, []).append(h)
+            self._by_cable.setdefault(h.link.id, h)
         for guid, sw in self.switches.items():
-            others = [lk for lk in self.links if lk.touches(guid) and not lk.self_loop]
-            sw.role = "leaf" if guid in ca_switches else "spine" if others else "unknown"
+            sw.role = "leaf" if guid in self._on_leaf else "spine" if self._cabled.get(guid) else "unknown"
         self._by_host = {h.host: h for h in self.hcas if h.host}
         order = {s.guid: i for i, s in enumerate(sorted(self.leaves(), key=lambda s: (s.lid or 0, s.guid)))}
         ranked = sorted(self.hcas, key=lambda h: (order.get(h.leaf, 0), h.leaf_port, h.guid))
@@ -157,23 +172,33 @@ class Plane:
 
     def uplinks(self, leaf: str) -> list[Link]:
         """The leaf's cables to other switches, in its port order."""
-        ups = [lk for lk in self.links if lk.touches(leaf) and not lk.self_loop
-               and lk.far_end(leaf)[0] in self.switches]
-        return sorted(ups, key=lambda lk: lk.port_on(leaf))
+        ups = self._up.get(leaf)
+        if ups is None:
+            ups = self._up[leaf] = tuple(sorted((lk for lk in self._cabled.get(leaf, ())
+                                                 if lk.far_end(leaf)[0] in self.switches),
+                                                key=lambda lk: lk.port_on(leaf)))
+        return list(ups)
 
     def downlinks(self, switch: str) -> list[Link]:
         """A leaf's HCA cables, or a spine's cables to leaves, in port order."""
         sw = self.switches[switch]
         if sw.role == "leaf":
-            return sorted((h.link for h in self.hcas if h.leaf == switch), key=lambda lk: lk.port_on(switch))
-        return sorted((lk for lk in self.links if lk.touches(switch) and not lk.self_loop),
-                      key=lambda lk: lk.port_on(switch))
+            return sorted((h.link for h in self._on_leaf.get(switch, ())), key=lambda lk: lk.port_on(switch))
+        return sorted(self._cabled.get(switch, ()), key=lambda lk: lk.port_on(switch))
 
     def hca_of(self, host: str) -> Hca | None:
         return self._by_host.get(host)
 
+    def hcas_on(self, leaf: str) -> list[Hca]:
+        """The HCAs cabled to ``leaf``, in its port order (equal ports in the order of ``hcas``)."""
+        return sorted(self._on_leaf.get(leaf, ()), key=lambda h: h.leaf_port)
+
+    def hca_on(self, link: Link) -> Hca | None:
+        """The HCA at one end of ``link`` (None for a cable between switches)."""
+        return self._by_cable.get(link.id)
+
     def hosts_on(self, leaf: str) -> list[str]:
-        return [h.host for h in sorted(self.hcas, key=lambda h: h.leaf_port) if h.leaf == leaf and h.host]
+        return [h.host for h in self.hcas_on(leaf) if h.host]
 
     def route(self, src_host: str, dst_host: str) -> list[Link]:
         """Cables from ``src_host``'s HCA to ``dst_host``'s, D-mod-k (module docstring).
@@ -224,8 +249,7 @@ class Fabric:
                 ups = plane.uplinks(sw.guid)
                 leaves.append({"plane": plane.name, "guid": sw.guid, "description": sw.description, "lid": sw.lid,
                                "hosts": [{"host": h.host, "device": h.device, "port": h.leaf_port,
-                                          "width_speed": h.link.width_speed}
-                                         for h in sorted(plane.hcas, key=lambda h: h.leaf_port) if h.leaf == sw.guid],
+                                          "width_speed": h.link.width_speed} for h in plane.hcas_on(sw.guid)],
                                "uplinks": [_end(lk, sw.guid) for lk in ups],
                                "oversubscription": plane.oversubscription(sw.guid)})
             for sw in plane.spines():

@@ -67,16 +67,19 @@ def render(plane: dict, start: dict, when: str | None = None) -> str:
     nodes = {s["id"]: s for s in plane.get("switches", [])}
     nodes.update({c["id"]: c for c in plane.get("cas", [])})
     ports = _ports(plane)
+    by_node: dict[str, list[tuple[int, tuple[str, int, str]]]] = {}  # node -> its cabled ports, in port order
+    for (node, port), far in sorted(ports.items(), key=lambda kv: kv[0][1]):
+        by_node.setdefault(node, []).append((port, far))
     guid = _hex(start["guid"])
     out = ["#", f"# Topology file: generated on {when or time.ctime()}", "#",
            f"# Initiated from node {guid:016x} port {guid:016x}"]
     if (start["id"], int(start.get("port", 1))) not in ports:
         return "\n".join(out + [""] + _ca_block(start, {}, nodes)) + "\n"
     for sw in plane.get("switches", []):
-        if any(node == sw["id"] for node, _ in ports):
-            out += [""] + _switch_block(sw, ports, nodes)
+        if sw["id"] in by_node:
+            out += [""] + _switch_block(sw, by_node[sw["id"]], nodes)
     for ca in plane.get("cas", []):
-        if any(node == ca["id"] for node, _ in ports):
+        if ca["id"] in by_node:
             out += [""] + _ca_block(ca, ports, nodes)
     return "\n".join(out) + "\n"
 
@@ -93,13 +96,11 @@ def _ports(plane: dict) -> dict[tuple[str, int], tuple[str, int, str]]:
     return ports
 
 
-def _switch_block(sw: dict, ports: dict, nodes: dict) -> list[str]:
+def _switch_block(sw: dict, cabled: list, nodes: dict) -> list[str]:
     g = _hex(sw["guid"])
     lines = [f"vendid=0x{VENDID:x}", f"devid=0x{SWITCH_DEVID:x}", f"sysimgguid=0x{g:x}", f"switchguid=0x{g:x}({g:x})",
              f'Switch\t{sw["ports"]} "{sw["id"]}"\t\t# "{sw["description"]}" enhanced port 0 lid {sw["lid"]} lmc 0']
-    for (node, port), (far, far_port, ws) in sorted(ports.items(), key=lambda kv: kv[0][1]):
-        if node != sw["id"]:
-            continue
+    for port, (far, far_port, ws) in cabled:
         other = nodes[far]
         guid = "" if far.startswith("S-") else f"({_hex(other['guid']):x}) "
         lines.append(f'[{port}]\t"{far}"[{far_port}]{guid}\t\t# "{other["description"]}" lid {other["lid"]} {ws}')
