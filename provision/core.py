@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import shlex
 import time
 
 from provision import embedded, paths
@@ -56,6 +58,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     host at once)."""
     _drain_options(drain, resume_passed)
     _known_checks(only_checks)
+    if "burnin" in phases and not (local and history is None):
+        _history_path(history)
     if retry_failed is not None:
         limit = _failed_installs(retry_failed, limit)
         progress(f"retry: {len(limit)} hosts whose install did not end ok in {retry_failed}: {', '.join(limit)}")
@@ -620,33 +624,51 @@ TREND_METRICS = ("busbw_GBps", "bw_avg_Gbps", "gflops")  # the report's per-host
 
 
 def _history_trend(file, run: Run) -> dict:
-    """{host: [(run id, series, value)]} of ``run``'s hosts from the history database ``file``.
-    Raises ProvisionError when the file does not exist (opening would create an empty one)."""
+    """{host: [(run id, series, value)]} of ``run``'s hosts and checks, in runs up to ``run``, from the
+    history database ``file`` (read-only). Raises ProvisionError when the file does not exist (opening
+    would create an empty one), is not a regular file or not a history database, or stays locked."""
     from provision.history import db
 
-    if not file.is_file():
-        raise ProvisionError(f"--history {file}: no such history database")
-    with db.connect(file) as conn:
-        return db.trend(conn, sorted(run.verdicts()), TREND_METRICS)
+    checks = sorted({r.check for r in run.results})
+    return db.read(file, lambda conn: db.trend(conn, sorted(run.verdicts()), TREND_METRICS, checks, run.started))
+
+
+def _history_path(history_arg: str | None) -> None:
+    """Refuses (ProvisionError, exit 2) a history path that is a FIFO, a device, a folder or a socket
+    before any node is touched; the end of the burn-in looks again before it opens the file."""
+    from provision.history import db, dbfile
+
+    dbfile.checked(db.path(history_arg), create=False)
 
 
 def _remember(run: Run, rundir: RunDir, history_arg: str | None, progress) -> None:
     """After a burn-in: gate ``run`` against the history (``provision.history.regress``), add its
     regression results, then store it there. Never raises: a history that cannot be opened or
-    written costs the run its gates (one warning line), never its report."""
+    written (or stays locked by another process, ``dbfile.BUSY_BOUND_S``) costs the run its gates
+    (one warning line, with the `provision history import` command that stores it later), never its
+    report nor its exit status."""
     import dataclasses
 
-    from provision.history import db, fingerprint, regress
+    from provision.history import db, dbfile, fingerprint, regress
 
-    file, regressions = db.path(history_arg), []
+    file = db.path(history_arg)
+
+    def store(conn) -> list:
+        prints = fingerprint.of_run(run, rundir.read)
+        found = regress.gate(conn, run, prints)
+        db.insert(conn, dataclasses.replace(run, finished=run.finished or _now(), results=[*run.results, *found]),
+                  prints)
+        return found
+
     try:
-        with db.connect(file) as conn:
-            prints = fingerprint.of_run(run, rundir.read)
-            regressions = regress.gate(conn, run, prints)
-            db.insert(conn, dataclasses.replace(run, finished=run.finished or _now(),
-                                                  results=[*run.results, *regressions]), prints)
+        regressions = db.write(file, store)
     except Exception as exc:  # noqa: BLE001 - this runs in job's finally, before the report is saved
-        progress(f"provision: warning: history {file}: {type(exc).__name__}: {exc} (this run is not in the history)")
+        said = str(exc) if isinstance(exc, dbfile.HistoryBusy) else f"{type(exc).__name__}: {exc}"
+        later = shlex.join(["provision", "history", "import", os.path.abspath(rundir.path), "--history",
+                            os.path.abspath(file)])
+        progress(f"provision: warning: history {file}: {said} (this run is not in the history; store it later "
+                 f"with `{later}`)")
+        return
     run.results.extend(regressions)
     for result in regressions:
         progress(f"regression: {result.message}")
@@ -655,16 +677,13 @@ def _remember(run: Run, rundir: RunDir, history_arg: str | None, progress) -> No
 def history(history_arg: str | None, host: str | None = None, check: str | None = None, metric: str | None = None,
             since: str | None = None, as_json: bool = False, out=print) -> ExitStatus:
     """Print the stored measurements matching the filters, oldest run first: a table (run, time, host,
-    check, device, metric, value, unit, outcome) or JSON rows. Raises ProvisionError (exit 2) for a
-    bad ``since``, a missing history file or one that is not a history database."""
+    check, device, metric, value, unit, outcome) or JSON rows. The file is opened read-only. Raises
+    ProvisionError (exit 2) for a bad ``since``, a missing history file or one that is not a history
+    database, or one that stays locked."""
     from provision.history import db
 
-    file = db.path(history_arg)
-    if not file.is_file():
-        raise ProvisionError(f"--history {file}: no such history database (a burn-in or `provision history "
-                             "import RUN_DIR` makes it)")
-    with db.connect(file) as conn:
-        found = db.rows(conn, host, check, metric, _since(since) if since else None)
+    when = _since(since) if since else None
+    found = db.read(db.path(history_arg), lambda conn: db.rows(conn, host, check, metric, when))
     if as_json:
         out(json.dumps([vars(r) for r in found], indent=1))
     else:
@@ -700,10 +719,10 @@ def history_import(history_arg: str | None, run_args: list[str], progress=print)
         if not run.started:
             raise ProvisionError(f"{rundir.report}: started: missing (the history orders runs by it)")
         loaded.append((rundir, run))
-    with db.connect(db.path(history_arg)) as conn:
-        for rundir, run in loaded:
-            rows = db.insert(conn, run, fingerprint.of_run(run, rundir.read))
-            progress(f"history: {run.run_id} ({run.started}): {len(run.hosts)} hosts, {rows} rows")
+    stored = [(run, fingerprint.of_run(run, rundir.read)) for rundir, run in loaded]
+    counts = db.write(db.path(history_arg), lambda conn: [db.insert(conn, run, prints) for run, prints in stored])
+    for (run, _), rows in zip(stored, counts):
+        progress(f"history: {run.run_id} ({run.started}): {len(run.hosts)} hosts, {rows} rows")
     return ExitStatus.OK
 
 

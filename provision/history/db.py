@@ -20,19 +20,22 @@ Every function raises ProvisionError naming the file for a file that is not such
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from provision import paths
 from provision.errors import ProvisionError
+from provision.history import dbfile
 from provision.results.model import REGRESSION, Run
 
 ENV = "PROVISION_HISTORY"
+T = TypeVar("T")
 FINGERPRINT = ("driver", "cuda", "cudnn", "nccl", "hca_fw", "kernel")  # hosts' fingerprint columns
 
 MIGRATIONS = (
@@ -97,21 +100,62 @@ def _version(conn: sqlite3.Connection, origin: str) -> int:
 @contextmanager
 def connect(file: Path, upto: int = len(MIGRATIONS)) -> Iterator[sqlite3.Connection]:
     """An open, migrated database (created 0600 with its folder when missing), closed on exit.
-    Raises ProvisionError naming ``file`` when it cannot be opened or is not a history database."""
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(file, os.O_WRONLY | os.O_CREAT, 0o600))
-        conn = sqlite3.connect(file, timeout=30.0)
-    except (OSError, sqlite3.Error) as exc:
-        raise ProvisionError(f"{file}: cannot open the history database: {exc}") from None
+    Raises ProvisionError naming ``file`` when it is not a regular file, cannot be opened or is not
+    a history database; HistoryBusy when another process held its lock past SQLite's busy timeout."""
+    conn = dbfile.open_for_writing(file)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         migrate(conn, str(file), upto)
         yield conn
     except sqlite3.Error as exc:
-        raise ProvisionError(f"{file}: not a usable history database ({type(exc).__name__}: {exc})") from None
+        raise _error(file, exc) from None
     finally:
         conn.close()
+
+
+@contextmanager
+def reader(file: Path) -> Iterator[sqlite3.Connection]:
+    """``file`` opened read-only (a read-only mount, a file without write permission), closed on exit;
+    a file SQLite has not written yet reads as an empty history. Raises ProvisionError naming ``file``
+    when it does not exist, is not a regular file or is not a history database (a newer one too);
+    HistoryBusy as ``connect``."""
+    conn = dbfile.open_read_only(file)
+    if conn is None:
+        raise ProvisionError(f"--history {file}: no such history database (a burn-in or `provision history "
+                             "import RUN_DIR` makes it)")
+    try:
+        if _version(conn, str(file)) == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            conn.close()  # created by a write that got no further: no tables to read
+            conn = sqlite3.connect(":memory:")
+            migrate(conn, str(file))
+        yield conn
+    except sqlite3.Error as exc:
+        raise _error(file, exc) from None
+    finally:
+        conn.close()
+
+
+def _error(file: Path, exc: sqlite3.Error) -> ProvisionError:
+    if dbfile.is_busy(exc):
+        return dbfile.HistoryBusy(file, dbfile.BUSY_TIMEOUT_S)
+    return ProvisionError(f"{file}: not a usable history database ({type(exc).__name__}: {exc})")
+
+
+def write(file: Path, work: Callable[[sqlite3.Connection], T]) -> T:
+    """``work(conn)`` on ``connect(file)``, all of it tried again while another process holds the
+    lock (``dbfile.retrying``): make ``work`` safe to repeat (one transaction, nothing printed)."""
+    def attempt() -> T:
+        with connect(file) as conn:
+            return work(conn)
+    return dbfile.retrying(file, attempt)
+
+
+def read(file: Path, work: Callable[[sqlite3.Connection], T]) -> T:
+    """``work(conn)`` on ``reader(file)``, tried again as ``write``."""
+    def attempt() -> T:
+        with reader(file) as conn:
+            return work(conn)
+    return dbfile.retrying(file, attempt)
 
 
 def insert(conn: sqlite3.Connection, run: Run, prints: dict[str, dict[str, str | None]]) -> int:
@@ -209,13 +253,27 @@ def last_good_run(conn: sqlite3.Connection, host: str, before: str) -> str | Non
     return found[0] if found else None
 
 
-def trend(conn: sqlite3.Connection, hosts: list[str], metrics: tuple[str, ...]) -> dict[str, list[tuple]]:
+def trend(conn: sqlite3.Connection, hosts: list[str], metrics: tuple[str, ...], checks: list[str] | None = None,
+          upto: str | None = None) -> dict[str, list[tuple]]:
     """{host: [(run id, "<check> <device> <metric>", value), ...]} oldest first, numeric values of
-    ``metrics`` only: the shape provision.report.html's ``Trend`` takes."""
+    ``metrics`` only: the shape provision.report.html's ``Trend`` takes. ``checks``: only these
+    checks; ``upto``: only runs started then or before (ISO time). Filtered by SQLite on the
+    ``results_series`` index, so a report of a few hosts reads their rows only, however large the
+    history."""
     out: dict[str, list[tuple]] = {h: [] for h in hosts}
-    for row in rows(conn):
-        if row.host in out and row.metric in metrics and isinstance(row.value, float):
-            out[row.host].append((row.run, f"{row.check} {row.device} {row.metric}", row.value))
+    where, args = ["r.host IN (SELECT value FROM json_each(?))", "r.metric IN (SELECT value FROM json_each(?))",
+                   "typeof(r.value) = 'real'"], [json.dumps(hosts), json.dumps(list(metrics))]
+    if checks is not None:
+        where.append("r.check_id IN (SELECT value FROM json_each(?))")
+        args.append(json.dumps(checks))
+    if upto:
+        where.append("u.started <= ?")
+        args.append(upto)
+    found = conn.execute("SELECT r.host, r.run_id, r.check_id, r.device, r.metric, r.value FROM results r "
+                         f"JOIN runs u USING (run_id) WHERE {' AND '.join(where)} "
+                         "ORDER BY u.started, r.run_id, r.rowid", args)
+    for host, run_id, check, device, metric, value in found:
+        out[host].append((run_id, f"{check} {device} {metric}", value))
     return out
 
 
