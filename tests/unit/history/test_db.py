@@ -87,3 +87,72 @@ def test_a_failing_migration_leaves_the_file_at_its_version(tmp_path, monkeypatc
     monkeypatch.undo()
     with db.connect(file) as conn:  # still version 1: the good migration 2 applies cleanly
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def whole_history_trend(conn, hosts, metrics):
+    """The trend as it was read before issue 21: every row of the history into Python, then filtered."""
+    out = {h: [] for h in hosts}
+    for row in db.rows(conn):
+        if row.host in out and row.metric in metrics and isinstance(row.value, float):
+            out[row.host].append((row.run, f"{row.check} {row.device} {row.metric}", row.value))
+    return out
+
+
+def trend_history(conn):
+    """Nights 1-4 of five hosts, with an nccl busbw finding on nights 2-3, a text value, a NaN (stored as
+    text) and an integer-typed value in the bandwidth column."""
+    from provision.results.model import CheckResult, Finding, Outcome
+
+    for night in (1, 2, 3, 4):
+        run = bw_run(f"n{night}", night, {f"node0{i}": 380.0 + night + i for i in range(1, 6)})
+        if night in (2, 3):
+            run.results.append(CheckResult("nccl_allreduce", ("node01",), Outcome.PASS, "", findings=[
+                Finding("8 GPUs", "busbw_GBps", 360.5 + night, True, "GB/s"),
+                Finding("8 GPUs", "busbw_GBps", "n/a", False, "GB/s"),
+                Finding("8 GPUs", "busbw_GBps", float("nan"), False, "GB/s")]))
+        db.insert(conn, run, {})
+    conn.execute("INSERT INTO results VALUES ('n4', 'node02', 'ib_write_bw', 'mlx5_1', 'bw_avg_Gbps', 7, 'Gb/s', "
+                 "'pass')")
+    conn.commit()
+
+
+METRICS = ("busbw_GBps", "bw_avg_Gbps", "gflops")
+
+
+def test_the_trend_filtered_in_sql_is_the_trend_read_whole(tmp_path):
+    with db.connect(tmp_path / "h.db") as conn:
+        trend_history(conn)
+        hosts = ["node01", "node02", "node09"]
+        expected = whole_history_trend(conn, hosts, METRICS)
+        assert db.trend(conn, hosts, METRICS) == expected
+        assert [p[1] for p in expected["node01"]].count("nccl_allreduce 8 GPUs busbw_GBps") == 2
+        assert len(expected["node02"]) == 4 and expected["node09"] == []  # the integer-typed row: not a float
+        # the report's checks and runs up to its own: the same rows, less those
+        checks, upto = ["ib_write_bw", "stack"], "2026-11-03T02:00:00+00:00"
+        assert db.trend(conn, hosts, METRICS, checks, upto) == {
+            h: [p for p in found if p[1].startswith(tuple(checks)) and p[0] in ("n1", "n2", "n3")]
+            for h, found in expected.items()}
+
+
+def test_the_trend_reads_through_the_series_index(tmp_path):
+    with db.connect(tmp_path / "h.db") as conn:
+        trend_history(conn)
+        said = []
+        conn.set_trace_callback(said.append)  # the statement as SQLite ran it, its values bound
+        db.trend(conn, ["node01"], METRICS, ["ib_write_bw"], "2026-11-03")
+        conn.set_trace_callback(None)
+        query = next(s for s in said if s.lstrip().startswith("SELECT"))
+        plan = " ".join(str(row) for row in conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "USING INDEX results_series" in plan
+
+
+def test_a_reports_trend_holds_its_hosts_and_checks_up_to_its_own_run(tmp_path):
+    from provision import core
+
+    with db.connect(tmp_path / "h.db") as conn:
+        trend_history(conn)
+    report = bw_run("n2", 2, {"node01": 383.0, "node03": 385.0})  # no nccl_allreduce in this run
+    trend = core._history_trend(tmp_path / "h.db", report)
+    assert sorted(trend) == ["node01", "node03"]
+    assert trend["node01"] == [("n1", "ib_write_bw mlx5_0 bw_avg_Gbps", 382.0),
+                               ("n2", "ib_write_bw mlx5_0 bw_avg_Gbps", 383.0)]
