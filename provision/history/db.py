@@ -17,6 +17,8 @@ The schema version is SQLite's ``PRAGMA user_version``; ``MIGRATIONS[n - 1]`` ta
 version n - 1 to n, in one transaction, so a file is never left half migrated. ``insert`` replaces
 a run's rows in one transaction: inserting the same run twice leaves the file as one insert did.
 Every function raises ProvisionError naming the file for a file that is not such a database.
+The file itself (what the path is, read-only opening, another process's lock): ``dbfile``; ``write``
+and ``read`` run a unit of work on it, tried again while another process holds its lock.
 """
 from __future__ import annotations
 
