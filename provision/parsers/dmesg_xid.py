@@ -10,7 +10,8 @@ or "NVRM: Xid (0000:52:00): ...". ``pci`` is kept as printed; ``fallen_off_bus``
 lists the lower-case "dddd:bb:dd" of GPUs with Xid 79 or an "NVRM: GPU
 0000:a1:00.0: GPU has fallen off the bus." line.
 
-Extras: the NVRM kernel-module version (``driver_version``) and nvidia-smi
+Each Xid also carries ``pid`` and ``process`` (the ``pid=``/``name=`` fields of R470+, None
+where absent or ``<unknown>``). Extras: the NVRM kernel-module version (``driver_version``) and nvidia-smi
 "Unable to determine the device handle ..." lines of a pasted terminal. Kernel
 logs have no end marker, so ``complete`` is always true. Raises ParseError when
 no line looks like a kernel log line (timestamp prefix, "kernel:" or "NVRM:").
@@ -29,7 +30,7 @@ _FALLEN = re.compile(r"NVRM: GPU (?:at PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0
                      r"(?:\.\d)?: GPU has fallen off the bus")
 _KERNEL_LINE = re.compile(r"^\s*(?:\[\s*\d+\.\d+\]|\[\w{3} \w{3}\s+\d+ [\d:]+ \d{4}\]|"
                           r"\d{4}-\d\d-\d\dT\d\d:\d\d|\w{3}\s+\d+ \d\d:\d\d:\d\d \S+ kernel:)|NVRM:")
-_PREFIX = re.compile(r"^(?:pid='?[^,]*'?,\s*)?(?:name=[^,]*,\s*)?")
+_PREFIX = re.compile(r"^(?:pid='?([^,']*)'?,\s*)?(?:name=([^,]*),\s*)?")
 _MODULE = re.compile(r"NVRM: loading NVIDIA UNIX \S+ Kernel Module\s+(\S+)")
 _SMI_ERROR = re.compile(r"(Unable to determine the device handle for GPU\S*: .*)$")
 
@@ -61,10 +62,16 @@ def parse(text: str) -> dict:
 
 
 def _xid(match: re.Match, row: str) -> dict:
-    """One Xid event: number, PCI id as printed, message without pid/name."""
+    """One Xid event: number, PCI id as printed, message without pid/name, and the process the
+    driver names (``pid`` int and ``name``; None where it prints ``<unknown>`` or nothing)."""
     stamp = row[:match.start()].strip().removesuffix("kernel:").rstrip()
+    rest = match.group(3).rstrip()
+    prefix = _PREFIX.match(rest)
+    pid, name = (prefix.group(1), prefix.group(2)) if prefix else (None, None)
     return {"xid": to_int(match.group(2), "Xid"), "pci": match.group(1),
-            "message": _PREFIX.sub("", match.group(3).rstrip()), "timestamp": stamp or None}
+            "message": rest[prefix.end():] if prefix else rest, "timestamp": stamp or None,
+            "pid": int(pid) if pid and pid.isdigit() else None,
+            "process": name.strip() if name and name.strip() not in ("", "<unknown>") else None}
 
 
 def _short_pci(pci: str) -> str:
