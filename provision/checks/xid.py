@@ -119,8 +119,9 @@ def _finding(event: dict, recovery: str | None) -> Finding:
                      f" pid {event.get('pid') if event.get('pid') is not None else 'unknown'}")
     if xid == 154:
         match = _RECOVERY.search(event["message"])
-        ok = bool(match) and match.group(2).strip().lower() == "none"
-        parts.append(f"driver recovery action: {match.group(2).strip() if match else 'not printed'}")
+        action = match.group(2).strip() if match else "not printed"
+        ok = action.lower() == "none"
+        parts.append(f"driver recovery action: {action}")
     elif recovery:
         parts.append(f"driver recovery action: {recovery}")
     if row.get("notes"):

@@ -4,6 +4,7 @@ into the contract's keys. A ``get(*path)`` callable hides text tree versus XML.
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 from provision.parsers._util import non_negative, num, temperature, yes_no
@@ -132,3 +133,80 @@ def checked(gpu: dict) -> dict:
 def complete(gpus: list[dict], attached: int | None, last_closed: bool) -> bool:
     """All "Attached GPUs" are present and the last one reached its end."""
     return attached is not None and len(gpus) == attached and last_closed
+
+
+# nvmlErrorString() texts nvidia-smi prints in place of a value it cannot read from a GPU.
+LOST_TEXTS = ("gpu is lost", "unknown error")
+# Contract key -> path below "Fabric"/<fabric> (driver 550+; "Summary" 570+).
+TEXT_FABRIC = {"state": ("state",), "status": ("status",), "clique_id": ("cliqueid",),
+               "cluster_uuid": ("clusteruuid",), "health_summary": ("health", "summary"),
+               "bandwidth": ("health", "bandwidth")}
+XML_FABRIC = {"state": ("state",), "status": ("status",), "clique_id": ("cliqueId",),
+              "cluster_uuid": ("clusterUuid",), "health_summary": ("health", "summary"),
+              "bandwidth": ("health", "bandwidth")}
+
+
+def _printed(text: str | None) -> str | None:
+    """A value as printed; None where absent, "N/A" or an error text."""
+    if text is None or not text.strip() or text.strip().upper() == "N/A" or is_lost_text(text):
+        return None
+    return text.strip()
+
+
+def is_lost_text(text: str | None) -> bool:
+    return text is not None and text.strip().lower() in LOST_TEXTS
+
+
+def fabric(get: Getter, base: str, paths: dict, present: bool) -> dict | None:
+    """The GPU's fabric block (state, status, clique id as an int, cluster UUID and health as
+    printed; N/A is None), or None where the GPU prints no fabric block."""
+    if not present:
+        return None
+    record: dict = {key: _printed(get(base, *path)) for key, path in paths.items()}
+    clique = record["clique_id"]
+    record["clique_id"] = int(clique) if clique is not None and clique.isdigit() else None
+    return record
+
+
+def recovery_action(text: str | None) -> str | None:
+    """The driver's GPU recovery action as printed ("None", "GPU Reset", ...); None if N/A or absent."""
+    return _printed(text)
+
+
+def lost(values: list[str], name: str | None) -> bool:
+    """True where nvidia-smi printed "GPU is lost" for any field of this GPU, or "Unknown Error"
+    in place of its product name (NVML could not read the GPU at all)."""
+    return is_lost_text(name) or any(v.strip().lower() == LOST_TEXTS[0] for v in values if v)
+
+
+def blank_lost(gpu: dict) -> dict:
+    """A lost GPU's record: every field printed as an error text is None, ``lost`` true."""
+    return {k: (None if isinstance(v, str) and is_lost_text(v) else v) for k, v in gpu.items()} | {"lost": True}
+
+
+# "Unable to determine the device handle for GPU0000:A1:00.0: Unknown Error" (nvidia-smi's line for a
+# GPU that NVML cannot open; "GPU 0000:0C:00.0: GPU is lost.  Reboot the system ..." once it fell off the bus).
+HANDLE_ERROR = re.compile(r"Unable to determine the device handle for GPU\s?"
+                          r"([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?): "
+                          r"(GPU is lost|Unknown Error)")
+
+
+def unreachable(text: str, gpus: list[dict], blank: Callable[[str], dict]) -> list[dict]:
+    """Records for GPUs nvidia-smi names in an "Unable to determine the device handle" line and
+    prints no section for: ``blank(bus id as printed)`` (every field None) with ``lost`` true."""
+    seen = {_short_bus(g.get("bus_id") or "") for g in gpus}
+    out: list[dict] = []
+    for match in HANDLE_ERROR.finditer(text):
+        bus = match.group(1)
+        if _short_bus(bus) not in seen:
+            seen.add(_short_bus(bus))
+            out.append(blank(bus) | {"lost": True, "lost_reason": match.group(2)})
+    return out
+
+
+def _short_bus(bus: str) -> str:
+    """"00000000:A1:00.0" and "0000:a1:00.0" -> "a1:00.0" plus the domain's value."""
+    parts = bus.lower().split(":")
+    if len(parts) == 3:
+        parts[0] = parts[0].lstrip("0")
+    return ":".join(parts)

@@ -12,6 +12,9 @@ ECC naming across driver branches, volatile counters:
   "Device Memory" (on-chip SRAM).
 Power "Power Draw", or "Instantaneous Power Draw" / "Average Power Draw" (545+).
 
+Fabric ("Fabric": State, Status, CliqueId, ClusterUUID, Health/Summary, Health/Bandwidth),
+"GPU Recovery Action" and lost GPUs as in ``smi_xml`` (same contract keys).
+
 Units: temperature C, power W. "N/A" is None. Raises ParseError when no
 "Driver Version : ..." line is present. ``complete`` is false when fewer GPU
 sections than "Attached GPUs" are present or the last one stops early.
@@ -36,6 +39,7 @@ def parse(text: str) -> dict:
         raise refuse("nvidia-smi -q", "no 'Driver Version' line")
     trees = [(bus_id, _tree(body)) for bus_id, body in sections]
     gpus = [common.checked(_gpu(bus_id, tree)) for bus_id, tree in trees]
+    gpus += common.unreachable(text, gpus, lambda bus: _gpu(bus, {}))
     attached = non_negative(integer(top.get("attached gpus")), "Attached GPUs")
     # -q ends every GPU with "Processes"; a -d subset has none anywhere.
     last_closed = not trees or "processes" in trees[-1][1] or "processes" not in trees[0][1]
@@ -107,7 +111,7 @@ def _key_value(row: str) -> tuple[str, str | None] | None:
 def _gpu(bus_id: str, tree: dict) -> dict:
     """The contract's record for one GPU section."""
     get = common.getter(tree)
-    return {
+    record = {
         "bus_id": get("pci", "bus id") or bus_id,
         "name": get("product name"),
         **common.ecc(get, "ecc errors", common.TEXT_ECC),
@@ -121,4 +125,21 @@ def _gpu(bus_id: str, tree: dict) -> dict:
         "width_current": common.number(get("pci", "gpu link info", "link width", "current")),
         "width_max": common.number(get("pci", "gpu link info", "link width", "max")),
         "pcie_replays": common.number(get("pci", "replays since reset")),
+        "recovery_action": common.recovery_action(get("gpu recovery action")),
+        "fabric": common.fabric(get, "fabric", common.TEXT_FABRIC, isinstance(tree.get("fabric"), dict)),
+        "lost": False,
     }
+    return common.blank_lost(record) if common.lost(_leaves(tree), record["name"]) else record
+
+
+def _leaves(tree: dict) -> list[str]:
+    """Every value printed in a GPU section (iterative: a section can nest as deep as it has lines)."""
+    out: list[str] = []
+    stack = [tree]
+    while stack:
+        for value in stack.pop().values():
+            if isinstance(value, dict):
+                stack.append(value)
+            else:
+                out.append(value)
+    return out

@@ -8,6 +8,13 @@ Field paths by schema generation:
   power_draw`` (v12) or ``instant_power_draw``/``average_power_draw`` (v13); never
   ``module_power_readings``.
 - Row remapper: ``remapped_rows/remapped_row_*``; ``<remapped_rows>N/A`` is None.
+- Fabric (R550+): ``fabric/state``, ``status``, ``cliqueId``, ``clusterUuid``, ``health/summary``
+  (R570+), ``health/bandwidth``; ``fabric`` is None where the GPU has no ``<fabric>`` element.
+  ``recovery_action`` is ``gpu_recovery_action`` (R565+) as printed ("None", "GPU Reset", ...).
+- A lost GPU: a field printed "GPU is lost", or "Unknown Error" for the product name, gives
+  ``lost`` true and None for every field printed as an error; a GPU named only in an "Unable to
+  determine the device handle for GPU...: GPU is lost|Unknown Error" line beside the XML is a
+  record of its own (bus id as printed, ``lost`` true).
 
 Units: temperature C, power W. A document cut short is parsed as far as it goes
 with ``complete`` false. Raises ParseError when the text holds no
@@ -30,6 +37,7 @@ def parse(text: str) -> dict:
     require_text(text, "nvidia-smi -q -x")
     root, closed = _root(text)
     gpus = [common.checked(_gpu(element)) for element in root.findall("gpu")]
+    gpus += common.unreachable(text, gpus, lambda bus: _gpu(ET.Element("gpu", id=bus)))
     attached = non_negative(integer(root.findtext("attached_gpus")), "attached_gpus")
     match = re.search(r"nvsmi_device_(v\d+)", text)
     return {
@@ -89,7 +97,7 @@ def _gpu(element: ET.Element) -> dict:
     """The contract's record for one ``<gpu>`` element."""
     get = _getter(element)
     link = ("pci", "pci_gpu_link_info")
-    return {
+    record = {
         "bus_id": element.get("id") or get("pci", "pci_bus_id"),
         "name": get("product_name"),
         **common.ecc(get, "ecc_errors", common.XML_ECC),
@@ -105,7 +113,12 @@ def _gpu(element: ET.Element) -> dict:
         "pcie_replays": common.number(get("pci", "replay_counter")),
         "persistence_mode": get("persistence_mode"),
         "clocks_event_reasons_active": _active_reasons(element),
+        "recovery_action": common.recovery_action(get("gpu_recovery_action")),
+        "fabric": common.fabric(get, "fabric", common.XML_FABRIC, element.find("fabric") is not None),
+        "lost": False,
     }
+    values = [node.text or "" for node in element.iter() if not len(node)]
+    return common.blank_lost(record) if common.lost(values, record["name"]) else record
 
 
 def _active_reasons(element: ET.Element) -> list[str] | None:

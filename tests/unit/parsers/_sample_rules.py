@@ -39,6 +39,7 @@ TOOL_OF = {
     "nvidia-smi --query-gpu=index,utilization.gpu,temperature.gpu,power.draw --format=csv":
         "nvidia-smi-csv",
     "nvidia-smi -q -x (XML)": "nvidia-smi-qx",
+    "nvidia-smi-qx": "nvidia-smi-qx",
     "nvidia-smi -q": "nvidia-smi-q",
     "nvidia-smi nvlink -s": "nvidia-smi-nvlink",
     "nvidia-smi topo -m": "nvidia-smi-topo",
@@ -68,10 +69,13 @@ def _smi_gpu(gpu: dict) -> dict:
     """A sample's -q/-qx GPU record in contract terms."""
     out = dict(gpu)
     for key in ("width_current", "width_max"):
-        out[key] = int(gpu[key].rstrip("x"))
-    remap = gpu.get("remapped_rows")
-    out["remapped_rows"] = None if remap == "N/A" else {
-        k: YES_NO.get(v, v) for k, v in remap.items()}
+        if key in gpu:
+            out[key] = int(gpu[key].rstrip("x"))
+    if "remapped_rows" in gpu:
+        remap = gpu["remapped_rows"]
+        out["remapped_rows"] = None if remap == "N/A" else {k: YES_NO.get(v, v) for k, v in remap.items()}
+    if "retired_pages" not in gpu:  # the Blackwell samples give bus id, name, fabric, recovery action
+        return out
     retired = out.pop("retired_pages")
     if retired == "N/A":
         out["retired_pages_pending"] = None
@@ -277,7 +281,8 @@ RULES: dict[str, dict] = {
     "nvidia-smi-qx": {
         "value": {"gpus": lambda gs: [_smi_gpu(g) for g in gs]},
         "derive": {"degraded_width": lambda a: any(g["width_current"] < g["width_max"]
-                                                   for g in a["gpus"])},
+                                                   for g in a["gpus"]),
+                   "gpu_count": lambda a: len(a["gpus"])},
     },
     "nvidia-smi": {
         "rename": {"mem_used_MiB": "memory_used_MiB", "mem_total_MiB": "memory_total_MiB",

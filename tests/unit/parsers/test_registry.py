@@ -28,6 +28,7 @@ ACCEPTED_BY = {
     "nccl": {"nccl-tests"}, "nvbandwidth": {"nvbandwidth"}, "nvlink": {"nvidia-smi-nvlink"},
     "p2p": {"p2pBandwidthLatencyTest"}, "smi_q_": {"nvidia-smi-q"}, "smi_query_csv": {"nvidia-smi-csv"},
     "smi_qx": {"nvidia-smi-qx"}, "smi_table": {"nvidia-smi"}, "topo": {"nvidia-smi-topo"},
+    "nvidia_smi_qx": {"nvidia-smi-qx"},
 }
 
 
