@@ -3,9 +3,10 @@
 Prints figures, never passes or fails. The history holds one imported run of ``--hosts`` hosts
 (bench/report_html.py's synthetic run: 15 checks a host, about 240 rows a host); the report is a
 ``--report-hosts`` run of three of those hosts, started a day later. The command runs in a child
-process, as an operator runs it: its wall seconds and its peak resident memory (getrusage
-RUSAGE_CHILDREN ru_maxrss) with and without ``--history``, so the history's share shows beside the
-report's own. Issue 21 cause 13: 8.4 s and 552 MB before the trend was filtered in SQL.
+process, as an operator runs it, which reports its own CPU seconds and peak resident memory
+(getrusage RUSAGE_SELF ru_maxrss), with and without ``--history``, so the history's share shows beside
+the report's own; wall seconds beside them (on a shared machine CPU is the steadier figure). Issue 21
+cause 13: 8.4 s and 552 MB before the trend was filtered in SQL.
 ``--work DIR`` keeps the history and the run between invocations (building them is not counted).
 """
 from __future__ import annotations
@@ -47,8 +48,8 @@ def prepare(work: Path, hosts: int, report_hosts: int) -> None:
         RunStore(runs).create("small").save(small, latest=False)
 
 
-def measure(work: Path, with_history: bool) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of one `provision report small` in a fresh child process."""
+def measure(work: Path, with_history: bool) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MiB) of one `provision report small` in a fresh child process."""
     argv = [sys.executable, "-m", "provision", "report", "small", "--out", str(work / "small.html")]
     if with_history:
         argv += ["--history", str(work / "history.db")]
@@ -56,7 +57,8 @@ def measure(work: Path, with_history: bool) -> tuple[float, float]:
     probe = ("import resource, runpy, sys; sys.argv = ['provision', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('provision', run_name='__main__')\n"
              "except SystemExit as e:\n    code = e.code\n"
-             "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+             "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+             "print('maxrss', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)\n"
              "sys.exit(code)\n")
     env = {**os.environ, "PROVISION_RUNS_DIR": str(work / "runs")}
     t = time.monotonic()
@@ -65,8 +67,8 @@ def measure(work: Path, with_history: bool) -> tuple[float, float]:
     wall = time.monotonic() - t
     if done.returncode != 0:
         raise SystemExit(f"provision report exited {done.returncode}: {done.stderr.strip()}")
-    kib = int(done.stderr.strip().splitlines()[-1].split()[1])
-    return wall, kib / 1024
+    _, kib, cpu = done.stderr.strip().splitlines()[-1].split()
+    return wall, float(cpu), int(kib) / 1024
 
 
 def main() -> None:
@@ -82,10 +84,10 @@ def main() -> None:
         prepare(work, args.hosts, args.report_hosts)
         for with_history in (False, True):
             figures = [measure(work, with_history) for _ in range(args.repeat)]
-            wall = min(f[0] for f in figures)
-            peak = max(f[1] for f in figures)
+            wall, cpu = min(f[0] for f in figures), min(f[1] for f in figures)
+            peak = max(f[2] for f in figures)
             label = "report --history" if with_history else "report (no history)"
-            print(f"{label:<22} {wall:>6.2f} s (best of {args.repeat})  peak RSS {peak:>5.0f} MiB")
+            print(f"{label:<22} {wall:>6.2f} s, CPU {cpu:.2f} s (best of {args.repeat})  peak RSS {peak:>5.0f} MiB")
         print(f"(RUSAGE_CHILDREN of this process: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f}"
               " MiB, the largest child)")
     finally:
