@@ -4,6 +4,7 @@ handshake is replaced by a fake: what is counted is how many transports are open
 import threading
 import time
 
+import paramiko
 import pytest
 
 from provision.engine import sshlink
@@ -37,6 +38,7 @@ class FakeTransport:
 class FakeChannel:
     def __init__(self, dest):
         self.dest = dest
+        self.in_buffer = paramiko.buffered_pipe.BufferedPipe()
 
     def close(self):
         pass
@@ -123,5 +125,6 @@ def test_a_tunnel_closes_after_its_transport_s_reader_ended(opened, monkeypatch)
     assert order == [] and link.transport.sock.recv(10) == b""
     with pytest.raises(OSError):
         link.transport.sock.send(b"late")
+    assert link.transport.sock.channel.in_buffer._closed  # its reader's blocked recv returned at once
     link.close()
     assert order[:2] == ["node1 reader joined", "channel closed"]
