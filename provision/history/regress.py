@@ -113,9 +113,12 @@ def candidates(run: Run) -> list[Candidate]:
     return out
 
 
-def own_median(conn: sqlite3.Connection, c: Candidate, cfg: Config, before: str) -> Flag | None:
-    """The own-median gate for one candidate, against runs started before ``before``."""
-    past = db.series(conn, c.host, c.check, c.device, c.metric, before, cfg.window)
+def own_median(conn: sqlite3.Connection, c: Candidate, cfg: Config, before: str,
+               past: list[tuple[str, float]] | None = None) -> Flag | None:
+    """The own-median gate for one candidate, against runs started before ``before``; ``past`` the
+    candidate's series when already read (``db.series_of_host``), else it is read here."""
+    if past is None:
+        past = db.series(conn, c.host, c.check, c.device, c.metric, before, cfg.window)
     if len(past) < MIN_RUNS:
         return None
     median = statistics.median(v for _, v in past)
@@ -160,13 +163,20 @@ def gate(conn: sqlite3.Connection, run: Run, prints: dict[str, dict[str, str | N
     for a bad ``provision_regression``."""
     configs = {h: config(r.vars, f"host {h}") for h, r in run.hosts.items()}
     found = [c for c in candidates(run) if c.host in configs]
-    flags = [f for c in found if (f := own_median(conn, c, configs[c.host], run.started)) is not None]
+    flags = []
+    by_host: dict[str, list[Candidate]] = defaultdict(list)
+    for c in found:
+        by_host[c.host].append(c)
+    for host, mine in by_host.items():
+        past = db.series_of_host(conn, host, run.started, configs[host].window)
+        flags += [f for c in mine if (f := own_median(conn, c, configs[host], run.started,
+                                                        past.get((c.check, c.device, c.metric), []))) is not None]
     flags += rack_mad(found, {h: r.profile for h, r in run.hosts.items()}, configs)
-    by_host: dict[str, list[Flag]] = defaultdict(list)
+    flagged: dict[str, list[Flag]] = defaultdict(list)
     for flag in flags:
-        by_host[flag.candidate.host].append(flag)
+        flagged[flag.candidate.host].append(flag)
     return [_result(host, mine, configs[host], _stack_change(conn, host, run.started, prints.get(host, {})))
-            for host, mine in by_host.items()]
+            for host, mine in flagged.items()]
 
 
 def _stack_change(conn: sqlite3.Connection, host: str, before: str, now: dict[str, str | None]) -> str:

@@ -105,3 +105,20 @@ def test_a_passing_device_of_a_failing_result_is_still_gated(tmp_path):
         bw.outcome = Outcome.FAIL
         [result] = regress.gate(conn, run, {})
     assert len(runs) == 2 and [f.device for f in result.findings] == ["mlx5_0"]
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 10])
+def test_a_host_s_series_read_at_once_equal_each_metric_s_series(tmp_path, window):
+    """The gate reads a host's series in one query (db.series_of_host); each is db.series' answer."""
+    with db.connect(tmp_path / "h.db") as conn:
+        nightly(conn, (*NIGHTS, 360.8, 380.0))
+        before = "9999-12-31T00:00:00"
+        for host in ("node01", "node03"):
+            every = db.series_of_host(conn, host, before, window)
+            assert every  # ib_write_bw at least
+            keys = {(r.check, r.device, r.metric) for r in db.rows(conn)
+                    if r.host == host and r.outcome == "pass" and isinstance(r.value, float)}
+            assert set(every) == keys
+            for (check, device, metric), past in every.items():
+                assert past == db.series(conn, host, check, device, metric, before, window)
+                assert len(past) <= window
