@@ -178,12 +178,12 @@ def insert(conn: sqlite3.Connection, run: Run, prints: dict[str, dict[str, str |
 
 def _result_rows(run: Run) -> Iterator[tuple]:
     for result in run.results:
+        host = result.host  # joined once per result, not once per finding
         if not result.findings:
-            yield (run.run_id, result.host, result.check, "", "", None, "", result.outcome.value)
+            yield (run.run_id, host, result.check, "", "", None, "", result.outcome.value)
         for f in result.findings:
-            outcome = "pass" if f.ok else "fail"
-            yield (run.run_id, f.host or result.host, result.check, f.device, f.metric, _value(f.value), f.unit,
-                   outcome)
+            yield (run.run_id, f.host or host, result.check, f.device, f.metric, _value(f.value), f.unit,
+                   "pass" if f.ok else "fail")
 
 
 def _value(value: object) -> float | str | None:
