@@ -663,7 +663,7 @@ def _remember(run: Run, rundir: RunDir, history_arg: str | None, progress) -> No
     try:
         regressions = db.write(file, store)
     except Exception as exc:  # noqa: BLE001 - this runs in job's finally, before the report is saved
-        said = str(exc) if isinstance(exc, dbfile.HistoryBusy) else f"{type(exc).__name__}: {exc}"
+        said = exc.reason if isinstance(exc, dbfile.HistoryBusy) else f"{type(exc).__name__}: {exc}"
         later = shlex.join(["provision", "history", "import", os.path.abspath(rundir.path), "--history",
                             os.path.abspath(file)])
         progress(f"provision: warning: history {file}: {said} (this run is not in the history; store it later "

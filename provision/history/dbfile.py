@@ -41,7 +41,8 @@ class HistoryBusy(ProvisionError):
     """Another process held the history's lock for longer than ``BUSY_BOUND_S``."""
 
     def __init__(self, file: Path, waited: float) -> None:
-        super().__init__(f"{file}: history busy (locked by another process; still locked after {waited:.0f} s)")
+        self.reason = f"history busy (locked by another process; still locked after {waited:.0f} s)"
+        super().__init__(f"{file}: {self.reason}")
 
 
 def checked(file: Path, create: bool) -> bool:

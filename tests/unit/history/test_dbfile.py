@@ -210,8 +210,8 @@ def test_a_locked_history_is_said_busy_with_the_import_command_and_nothing_is_lo
     other, lines = holding(file), []
     core._remember(run, rundir, str(file), lines.append)
     assert len(lines) == 1 and "not a usable" not in lines[0]
-    assert lines[0].startswith(f"provision: warning: history {file}: {file}: history busy (locked by another "
-                               "process; still locked after ")
+    assert lines[0].startswith(f"provision: warning: history {file}: history busy (locked by another process; "
+                               "still locked after ")
     command = shlex.split(lines[0].split("`")[1])
     assert command[:3] == ["provision", "history", "import"] and Path(command[3]) == rundir.path.absolute()
     assert cli.main(command[1:]) == 2  # still locked: the import says so too
