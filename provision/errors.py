@@ -6,6 +6,11 @@ is a ``ProvisionError`` and is printed as one line by the CLI, never as a traceb
 from __future__ import annotations
 
 import enum
+import errno
+
+# write(2)'s refusals that are the file system's, not the command's: no room (ENOSPC, EDQUOT, EFBIG),
+# read-only (EROFS), not permitted (EACCES, EPERM), the device failed (EIO)
+NOT_WRITABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
 class ExitStatus(enum.IntEnum):
@@ -15,6 +20,8 @@ class ExitStatus(enum.IntEnum):
     BAD_INPUT: bad usage or bad input (inventory, profile, tool output).
     RUNNER: the orchestration itself broke (ansible-runner, simulated rack).
     MISSING_PROGRAM: a program this machine must run is not installed (provision/external.py).
+    NOT_WRITTEN: a result file could not be written (full disk, read-only file system, no
+    permission); each such file is named in one line, and the file it would replace is kept.
     INTERRUPTED, TERMINATED: stopped by SIGINT or SIGTERM (128 + the signal, as shells report
     it), after writing the results gathered so far.
     """
@@ -24,6 +31,7 @@ class ExitStatus(enum.IntEnum):
     BAD_INPUT = 2
     RUNNER = 3
     MISSING_PROGRAM = 4
+    NOT_WRITTEN = 5
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -62,3 +70,14 @@ class MissingProgramError(ProvisionError):
     """A program this machine must run is not installed; the message names its Debian package."""
 
     exit_status = ExitStatus.MISSING_PROGRAM
+
+
+class OutputError(ProvisionError):
+    """A result file could not be written (``NOT_WRITABLE``); the file it would replace is kept."""
+
+    exit_status = ExitStatus.NOT_WRITTEN
+
+
+def not_written(exc: OSError) -> str:
+    """One line for a file that could not be written: the file and the reason, no errno number."""
+    return f"{exc.filename or 'a file'}: not written: {exc.strerror or exc} (any file it would replace is kept)"
