@@ -21,7 +21,7 @@ from provision.engine.control import Control, stopping_on_signals
 from provision.engine.reevaluate import reevaluate
 from provision.engine.local import LocalTransport
 from provision.engine.ssh import SshTransport
-from provision.errors import ExitStatus, ProfileError, ProvisionError
+from provision.errors import OutputError, ExitStatus, ProfileError, ProvisionError
 from provision.inventory import listing
 from provision.report import junit, summary
 from provision.report import progress as progress_view
@@ -75,7 +75,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     slurm_nodes = slurm_drain.node_names(hosts) if drain == "slurm" else {}  # bad input: before any node is touched
     if check_set is not None:
         only_checks = _check_set(check_set, hosts, only_checks)
-    rundir = RunStore(paths.RUNS).create(run_id)
+    rundir = RunStore(paths.RUNS).create(run_id, warn=progress)
     run = Run(run_id=rundir.name, inventory=label, phases=list(phases), started=_now(),
               hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
                      for h in hosts})
@@ -173,9 +173,11 @@ def _shard(inventory: inv.Inventory, hosts: list, shard: str, by: str, progress)
 
 def merge(run_args: list[str], run_id: str | None = None, progress=print) -> ExitStatus:
     """``provision merge RUN_DIR...``: one run of the shards' runs (``provision.results.merge``): report.json,
-    results.jsonl, the raw outputs (copied), JUnit, drain.txt, burnin.prom and the summary. Returns the
-    merged run's status (as the job's); raises ProvisionError for a run that cannot be read or hosts in
-    two shards."""
+    results.jsonl, the raw outputs (copied, 0600; one that cannot be copied safely is a warning line), JUnit,
+    drain.txt, burnin.prom and the summary. Returns the merged run's status (as the job's); raises
+    ProvisionError for a run that cannot be read, hosts in two shards or a raw path outside a shard's raw/,
+    before any folder is made. The merged folder is whole or gone: a failure on the way removes it, and
+    report.json (and ``latest``) comes last."""
     import shutil
 
     from provision.results import merge as merging
@@ -183,24 +185,21 @@ def merge(run_args: list[str], run_id: str | None = None, progress=print) -> Exi
     store = RunStore(paths.RUNS)
     shards = [(str(d.path), _shard_run(d), d) for d in (store.open(a) for a in run_args)]
     merged, moves = merging.merge([(label, run) for label, run, _ in shards], "")
-    rundir = store.create(run_id)
+    rundir = store.create(run_id, warn=progress)
     merged.run_id = rundir.name
-    for (_, _, source), move in zip(shards, moves):
-        for old, new in move.items():
-            try:
-                target = rundir.inside(new)
-                for folder in reversed(target.relative_to(rundir.path).parents[:-1]):
-                    (rundir.path / folder).mkdir(mode=0o700, exist_ok=True)
-                shutil.copyfile(source.inside(old, str(source.report)), target)
-            except OSError as exc:
-                progress(f"merge: warning: {source.report}: {old}: {exc.strerror or exc}: not copied")
-    for result in merged.results:
-        rundir.record(result)
-    rundir.save(merged)
-    junit.write(rundir.junit, merged)
-    prometheus.write(rundir.path / PROMETHEUS_FILE, merged)
-    lines = slurm_drain.drain_lines(merged) if "burnin" in merged.phases else []
-    rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines))
+    try:
+        for (_, _, source), move in zip(shards, moves):
+            merging.copy_raw(source, rundir, move, progress)
+        for result in merged.results:
+            rundir.record(result)
+        junit.write(rundir.junit, merged)
+        prometheus.write(rundir.path / PROMETHEUS_FILE, merged)
+        lines = slurm_drain.drain_lines(merged) if "burnin" in merged.phases else []
+        rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines))
+        rundir.save(merged)
+    except BaseException:
+        shutil.rmtree(rundir.path, ignore_errors=True)
+        raise
     progress(f"merge: {len(shards)} runs, {len(merged.hosts)} hosts, {len(merged.results)} results -> {rundir.path}")
     progress("\n" + summary.render(merged))
     return _status(merged)
@@ -599,25 +598,56 @@ def report(run_arg: str, out: str | None = None, history: str | None = None, pro
     """Write a run's HTML report (``provision.report.html``) at ``out`` (default RUN_DIR/report.html),
     with each host's trend from the history database ``history`` when given; with ``prometheus_out``
     ('' for RUN_DIR/burnin.prom, else a path: world-readable there, for node_exporter) the textfile too.
-    Raises ProvisionError for a run folder without a readable report, a missing history file or an
-    unwritable output."""
+    ``out`` and ``prometheus_out`` are judged first (``provision.report.destination``: a folder, a
+    symlink, standard output). Raises ProvisionError for a run folder without a readable report, a
+    missing history file or a refused output; OutputError for an unwritable one."""
     from pathlib import Path
 
+    from provision.report import destination
+    from provision.report.destination import Destination
+
     rundir = RunStore(paths.RUNS).open(run_arg)
+    page = Destination(path=rundir.path / HTML_FILE) if out is None else destination.resolve(out, HTML_FILE, "--out")
+    prom = None
+    if prometheus_out is not None:  # '': the run folder's own burnin.prom
+        prom = destination.resolve(prometheus_out, PROMETHEUS_FILE, "--prometheus-out") if prometheus_out else \
+            Destination(path=rundir.path / PROMETHEUS_FILE)
+    if page.fd is not None and prom is not None and prom.fd == page.fd:
+        raise ProvisionError(f"--out and --prometheus-out both name {page}: give one of them a file")
     run = rundir.load()
+    if page.fd is not None and len(run.verdicts()) > html_report.INLINE_HOSTS:
+        raise ProvisionError(f"--out {page}: the report of {len(run.verdicts())} hosts is a page per host: "
+                             "name a file or a folder")
+    said = (lambda line: None) if 1 in (page.fd, prom and prom.fd) else progress  # stdout holds the output
     trend = _history_trend(Path(history), run) if history else None
-    target = Path(out) if out else rundir.path / HTML_FILE
     try:
-        html_report.write(target, run, rundir, trend)
-        progress(f"report: {target} ({target.stat().st_size} bytes)")
-        if prometheus_out is not None:
-            prom = Path(prometheus_out) if prometheus_out else rundir.path / PROMETHEUS_FILE
-            inside = rundir.path in prom.resolve().parents
-            prometheus.write(prom, run, 0o600 if inside else 0o644)
-            progress(f"prometheus: {prom}")
+        _report_outputs(page, prom, run, rundir, trend, said)
     except OSError as exc:
-        raise ProvisionError(f"report: cannot write {exc.filename or target}: {exc.strerror or exc}") from None
+        raise OutputError(f"report: cannot write {_cut(str(exc.filename or page))}: "
+                               f"{exc.strerror or exc}") from None
     return ExitStatus.OK
+
+
+def _report_outputs(page, prom, run: Run, rundir: RunDir, trend, said) -> None:
+    """The HTML report at ``page`` and the Prometheus textfile at ``prom`` (when not None): a file, or an
+    open descriptor (``provision.report.destination``). Raises OSError."""
+    from provision.report import destination
+
+    if page.path is None:
+        destination.write_stream(page.fd, html_report.render(run, rundir, trend))
+    else:
+        html_report.write(page.path, run, rundir, trend)
+        said(f"report: {page.path} ({page.path.stat().st_size} bytes)")
+    if prom is not None and prom.path is None:
+        destination.write_stream(prom.fd, prometheus.text(run))
+    elif prom is not None:
+        inside = rundir.path in prom.path.resolve().parents
+        prometheus.write(prom.path, run, 0o600 if inside else 0o644)
+        said(f"prometheus: {prom.path}")
+
+
+def _cut(text: str, most: int = 200) -> str:
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
 
 
 TREND_METRICS = ("busbw_GBps", "bw_avg_Gbps", "gflops")  # the report's per-host trend plots

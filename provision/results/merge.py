@@ -7,14 +7,23 @@ result of every shard, in shard order; phases in the order first seen; ``started
 and ``finished`` the latest; wall times the longest (the shards ran at once); the cluster
 procedure's groups of every shard. Raises ProvisionError naming both runs when a host is in two,
 and when the shards were judged against different report schema versions (never: ``reading``
-upgrades them) or none is given.
+upgrades them) or none is given; naming the shard and the path when a raw path is not a plain path
+under its ``raw/`` (absolute, ``..``, ``.``, an empty part: a crafted report, or one from no run store).
+
+``copy_raw`` copies the files, 0600 as the shards' own: one that is not a regular file inside its
+shard's run folder (a symlink out of it, a FIFO, a device) or cannot be read is a warning line and left
+out, never followed.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
+from collections.abc import Callable
 
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, RawOutput, Run
+from provision.results.store import RunDir, write_all
 
 
 def merge(shards: list[tuple[str, Run]], run_id: str) -> tuple[Run, list[dict[str, str]]]:
@@ -27,6 +36,8 @@ def merge(shards: list[tuple[str, Run]], run_id: str) -> tuple[Run, list[dict[st
                 raise ProvisionError(f"merge: host {host} is in both {owner[host]} and {label}: shards must be "
                                      "disjoint (the same --shard K/N twice, or two different inventories?)")
             owner[host] = label
+        for path in _paths(run):
+            _plain(path, label)
     moves = _raw_moves([run for _, run in shards])
     merged = Run(run_id=run_id, inventory=" + ".join(dict.fromkeys(r.inventory for _, r in shards)),
                  phases=list(dict.fromkeys(p for _, r in shards for p in r.phases)),
@@ -72,6 +83,58 @@ def _raw_moves(runs: list[Run]) -> list[dict[str, str]]:
 def _paths(run: Run) -> list[str]:
     """Every file a run's results name: outputs, their standard errors, perftest servers' outputs."""
     return [p for r in run.results for raw in r.raw for p in (raw.path, raw.stderr, raw.server) if p]
+
+
+def _plain(path: str, label: str) -> None:
+    """Raises ProvisionError unless ``path`` is ``raw/`` and plain names below it."""
+    parts = path.split("/")
+    if len(parts) < 2 or parts[0] != "raw" or any(p in ("", ".", "..") for p in parts) or "\0" in path:
+        shown = path if len(path) <= 200 else f"{path[:200]}..."
+        raise ProvisionError(f"merge: {label}: raw output path {shown!r} is not a file under the run's raw/ "
+                             "(absolute, '..' or an empty part): refused, nothing merged")
+
+
+def copy_raw(source: RunDir, target: RunDir, move: dict[str, str], warn: Callable[[str], None]) -> None:
+    """Copy ``source``'s raw files into ``target`` as ``move`` says ({old: new}, paths ``_plain``), each 0600
+    in folders 0700. A file that is missing, unreadable, or not a regular file inside ``source`` (after its
+    symlinks) is one ``warn`` line and not copied. Raises OSError when ``target`` cannot be written."""
+    for old, new in move.items():
+        fd = _opened(source, old, warn)
+        if fd is None:
+            continue
+        try:
+            into = target.path / new
+            for folder in reversed(into.relative_to(target.path).parents[:-1]):
+                (target.path / folder).mkdir(mode=0o700, exist_ok=True)
+            out = os.open(into, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:
+                while chunk := os.read(fd, 1 << 20):
+                    write_all(out, chunk)
+            finally:
+                os.close(out)
+        finally:
+            os.close(fd)
+
+
+def _opened(source: RunDir, rel: str, warn: Callable[[str], None]) -> int | None:
+    """A descriptor of ``source``'s file ``rel`` when it is a regular file inside the run folder, else None
+    and a ``warn`` line. O_NONBLOCK: a FIFO put there is refused by fstat, never waited on."""
+    where = f"merge: warning: {source.report}: {rel}"
+    real = os.path.realpath(source.path / rel)
+    if not real.startswith(f"{source.path}{os.sep}"):
+        warn(f"{where}: a symlink out of its run folder (to {real[:200]}): not copied")
+        return None
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        warn(f"{where}: {exc.strerror or exc}: not copied")
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        warn(f"{where}: not a regular file: not copied")
+        return None
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _moved(result: CheckResult, move: dict[str, str]) -> CheckResult:
