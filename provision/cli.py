@@ -92,11 +92,12 @@ def _report_parser(sub) -> None:
     rep = sub.add_parser("report", help="write a run's HTML report (one self-contained file) and, with "
                          "--prometheus, its node_exporter textfile")
     rep.add_argument("run_dir", help="a run folder, or a run id under runs/ (e.g. latest)")
-    rep.add_argument("--out", metavar="FILE", help="where to write the HTML (default RUN_DIR/report.html)")
+    rep.add_argument("--out", metavar="FILE", help="where to write the HTML (default RUN_DIR/report.html; a folder: "
+                     "report.html in it; a symlink: written through; - or /dev/stdout: standard output)")
     rep.add_argument("--history", metavar="PATH", help="a history database: add each host's trend across runs")
     rep.add_argument("--prometheus", action="store_true", help="also write the Prometheus textfile RUN_DIR/burnin.prom")
     rep.add_argument("--prometheus-out", metavar="FILE", help="write the Prometheus textfile there instead, "
-                     "world-readable (e.g. node_exporter's textfile collector directory)")
+                     "world-readable (a folder, e.g. node_exporter's textfile collector directory: burnin.prom in it)")
 
 
 def _local_options(c: argparse.ArgumentParser) -> None:
@@ -208,9 +209,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return core.fabric(args.inventory, args.ibnetdiscover, args.json, _csv(args.limit), _vault(args),
                            err=lambda line: print(line, file=sys.stderr))
     if args.command == "report":
-        return core.report(args.run_dir, args.out, args.history,
-                           args.prometheus_out or ("" if args.prometheus else None))
+        return _report(args)
     return embedded.dispatch(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    if args.prometheus_out is not None and not args.prometheus_out.strip():  # '' is no path, never the default
+        raise ProvisionError(f"--prometheus-out {args.prometheus_out!r}: not a path (an empty value)")
+    return core.report(args.run_dir, args.out, args.history, args.prometheus_out or ("" if args.prometheus else None))
 
 
 def _local(args: argparse.Namespace) -> bool:
