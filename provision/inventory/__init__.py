@@ -90,7 +90,10 @@ class Inventory:
 
 
 def resolve(arg: str) -> Path:
-    """``arg`` as given if it exists, else ``inventory/<arg>``. Raises InventoryError."""
+    """``arg`` as given if it exists, else ``inventory/<arg>``. Raises InventoryError (for ``''`` too: an
+    unset variable is no inventory, never the current folder)."""
+    if not arg.strip():
+        raise InventoryError(f"-i {arg!r}: not an inventory: name an inventory folder or file")
     for candidate in (Path(arg), paths.ROOT / "inventory" / arg):
         if candidate.exists():
             return candidate.resolve()

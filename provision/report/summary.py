@@ -44,6 +44,8 @@ class Group:
 
 def render(run: Run) -> str:
     verdicts = run.verdicts()
+    if not verdicts:
+        return "no host in this run: nothing was judged"
     out = _table(run, verdicts) if len(verdicts) <= TABLE_HOSTS else []
     out += [f"{r.check} [{r.host}]: {MARK[r.outcome.value]}" for r in run.results
             if r.scope is not Scope.NODE and not r.evidence and (len(verdicts) <= TABLE_HOSTS or r.outcome in BAD)]

@@ -25,9 +25,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from provision.errors import ProvisionError
+from provision.errors import OutputError, ProvisionError
 from provision.results import reading, schema
 from provision.results.model import CheckResult, Run, Scope
 
@@ -112,8 +113,8 @@ class RunDir:
         large = sum(len(r.findings) for r in run.results) > COMPACT_FINDINGS
         atomic_write(self.report, dumps(data, indent=None if large else 1))
         link = self.path.parent / LATEST
-        if latest and (link.is_symlink() or not link.exists()):  # never replace a real folder named latest
-            link, tmp = self.path.parent / LATEST, self.path.parent / f".{LATEST}.{os.getpid()}"
+        if latest and latest_is_ours(link):  # never a file, a folder or a link someone else made (RunStore.create)
+            tmp = self.path.parent / f".{LATEST}.{os.getpid()}"
             tmp.unlink(missing_ok=True)
             os.symlink(self.path.name, tmp)
             os.replace(tmp, link)
@@ -181,6 +182,16 @@ class RunDir:
         return run
 
 
+def latest_is_ours(link: Path) -> bool:
+    """Whether ``<runs>/latest`` may be pointed at a run: nothing there, or a symlink naming a folder
+    beside it by its plain name (what ``save`` writes). A file, a folder, or a link elsewhere is
+    someone's, and stays."""
+    if not link.is_symlink():
+        return not link.exists()
+    target = os.readlink(link)
+    return bool(RUN_ID.fullmatch(target)) and target not in RESERVED
+
+
 SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")  # 200 at most: <name>.xml's temporary twin fits NAME_MAX
 
 
@@ -245,9 +256,10 @@ class RunStore:
     def __init__(self, root: Path):
         self.root = root
 
-    def create(self, run_id: str | None = None) -> RunDir:
-        """A new run folder named ``run_id`` (or the time), suffixed -2, -3... when it exists.
-        Raises ProvisionError for a run id that is not a plain folder name."""
+    def create(self, run_id: str | None = None, warn: Callable[[str], None] | None = None) -> RunDir:
+        """A new run folder named ``run_id`` (or the time), suffixed -2, -3... when it exists; ``warn``
+        gets one line when ``latest`` is not ours to point here (``latest_is_ours``). Raises ProvisionError
+        for a run id that is not a plain folder name, OutputError when the runs folder cannot take it."""
         if run_id is not None and (not RUN_ID.fullmatch(run_id) or run_id in RESERVED or len(run_id) > 100):
             raise ProvisionError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' "
                                  f"(a folder name under runs/, at most 100 characters, not {' or '.join(RESERVED)})")
@@ -256,11 +268,24 @@ class RunStore:
         while path.exists():
             n += 1
             path = self.root / f"{run_id}-{n}"
-        self.root.mkdir(parents=True, exist_ok=True)
-        path.mkdir(mode=0o700)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            path.mkdir(mode=0o700)
+        except OSError as exc:  # read-only, not ours, not a folder: the machine's state, not a bug
+            raise OutputError(f"runs folder {self.root}: cannot make the run folder {path.name} in it: "
+                              f"{exc.strerror or exc} (PROVISION_RUNS_DIR names another)") from None
+        link = self.root / LATEST
+        if warn and not latest_is_ours(link):
+            kind = f"a symlink to {os.readlink(link)!r}" if link.is_symlink() else \
+                "a folder" if link.is_dir() else "a file"
+            warn(f"provision: warning: {link} is {kind}, not the link provision writes: left as it is, so it "
+                 f"will not name this run (remove it and the next run makes it)")
         return RunDir(path)
 
     def open(self, arg: str) -> RunDir:
-        """A run folder given as a path or as a run id under the store (``latest`` too)."""
+        """A run folder given as a path or as a run id under the store (``latest`` too). Raises
+        ProvisionError for an empty one (``''`` is no run: never the current folder)."""
+        if not arg.strip():
+            raise ProvisionError(f"{arg!r}: not a run: name a run folder or a run id under {self.root}")
         path = Path(arg) if Path(arg).is_dir() else self.root / arg
         return RunDir(path)
