@@ -197,6 +197,10 @@ def merge(run_args: list[str], run_id: str | None = None, progress=print) -> Exi
         lines = slurm_drain.drain_lines(merged) if "burnin" in merged.phases else []
         rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines))
         rundir.save(merged)
+    except OSError as exc:  # a full or read-only disk: the machine's state, one line
+        shutil.rmtree(rundir.path, ignore_errors=True)
+        raise OutputError(f"merge: cannot write {_cut(str(exc.filename or rundir.path))}: {exc.strerror or exc}; "
+                          f"nothing merged ({rundir.path} removed)") from None
     except BaseException:
         shutil.rmtree(rundir.path, ignore_errors=True)
         raise

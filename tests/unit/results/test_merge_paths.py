@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from provision import cli, core, paths
-from provision.errors import ProvisionError
+from provision.errors import OutputError, ProvisionError
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Run
 
 
@@ -115,8 +115,10 @@ def test_a_failure_on_the_way_leaves_no_half_merged_folder(runs, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device", str(runs / "m" / "junit"))
 
     monkeypatch.setattr(core.junit, "write", full)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError, match=f"merge: cannot write {runs}/m/junit: No space left on device; nothing "
+                                          f"merged .{runs}/m removed."):
         core.merge(["a", "b"], "m", progress=lambda line: None)
+    assert OutputError.exit_status == 5
     assert sorted(p.name for p in runs.iterdir()) == ["a", "b"]  # no m/, no latest
 
 
