@@ -675,12 +675,12 @@ def _history_path(history_arg: str | None) -> None:
     dbfile.checked(db.path(history_arg), create=False)
 
 
-def _remember(run: Run, rundir: RunDir, history_arg: str | None, progress) -> None:
+def _remember(run: Run, rundir: RunDir, history_arg: str | None, progress) -> str | None:
     """After a burn-in: gate ``run`` against the history (``provision.history.regress``), add its
     regression results, then store it there. Never raises: a history that cannot be opened or
     written (or stays locked by another process, ``dbfile.BUSY_BOUND_S``) costs the run its gates
     (one warning line, with the `provision history import` command that stores it later), never its
-    report nor its exit status."""
+    report nor its exit status (the run is whole in its folder). Returns that line, None when stored."""
     import dataclasses
 
     from provision.history import db, dbfile, fingerprint, regress
@@ -700,12 +700,14 @@ def _remember(run: Run, rundir: RunDir, history_arg: str | None, progress) -> No
         said = exc.reason if isinstance(exc, dbfile.HistoryBusy) else f"{type(exc).__name__}: {exc}"
         later = shlex.join(["provision", "history", "import", os.path.abspath(rundir.path), "--history",
                             os.path.abspath(file)])
-        progress(f"provision: warning: history {file}: {said} (this run is not in the history; store it later "
-                 f"with `{later}`)")
-        return
+        line = (f"provision: warning: history {file}: {said} (this run is not in the history; store it later "
+                f"with `{later}`)")
+        progress(line)
+        return line
     run.results.extend(regressions)
     for result in regressions:
         progress(f"regression: {result.message}")
+    return None
 
 
 def history(history_arg: str | None, host: str | None = None, check: str | None = None, metric: str | None = None,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 from provision import paths
-from provision.errors import ProvisionError
+from provision.errors import OutputError, ProvisionError
 from provision.history import dbfile
 from provision.results.model import REGRESSION, Run
 
@@ -110,7 +110,7 @@ def connect(file: Path, upto: int = len(MIGRATIONS)) -> Iterator[sqlite3.Connect
         migrate(conn, str(file), upto)
         yield conn
     except sqlite3.Error as exc:
-        raise _error(file, exc) from None
+        raise _error(file, exc, writing=True) from None
     finally:
         conn.close()
 
@@ -132,14 +132,17 @@ def reader(file: Path) -> Iterator[sqlite3.Connection]:
             migrate(conn, str(file))
         yield conn
     except sqlite3.Error as exc:
-        raise _error(file, exc) from None
+        raise _error(file, exc, writing=False) from None
     finally:
         conn.close()
 
 
-def _error(file: Path, exc: sqlite3.Error) -> ProvisionError:
+def _error(file: Path, exc: sqlite3.Error, writing: bool) -> ProvisionError:
+    """A lock, a refused write (exit 5: the file is healthy, the write was not taken) or a bad file."""
     if dbfile.is_busy(exc):
-        return dbfile.HistoryBusy(file, dbfile.BUSY_TIMEOUT_S)
+        return dbfile.HistoryBusy(file, dbfile.BUSY_TIMEOUT_S, writing)
+    if writing and dbfile.not_stored(exc):
+        return OutputError(f"{file}: history not written: {exc} (the file is kept as it was)")
     return ProvisionError(f"{file}: not a usable history database ({type(exc).__name__}: {exc})")
 
 

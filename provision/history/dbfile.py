@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from provision.errors import ProvisionError
+from provision.errors import NOT_WRITABLE, ExitStatus, OutputError, ProvisionError
 
 # Bounds on waiting for another process's lock. 30 s in all: what the end of a burn-in waited before
 # (sqlite3's timeout then); another run holds the lock for one transaction (its migration, or its
@@ -38,11 +38,27 @@ T = TypeVar("T")
 
 
 class HistoryBusy(ProvisionError):
-    """Another process held the history's lock for longer than ``BUSY_BOUND_S``."""
+    """Another process held the history's lock for longer than ``BUSY_BOUND_S``. ``writing``: what was
+    to be stored was not (exit 5, NOT_WRITTEN, as any result file not written); else exit 2."""
 
-    def __init__(self, file: Path, waited: float) -> None:
+    def __init__(self, file: Path, waited: float, writing: bool) -> None:
         self.reason = f"history busy (locked by another process; still locked after {waited:.0f} s)"
+        self.writing = writing
+        if writing:
+            self.exit_status = ExitStatus.NOT_WRITTEN
         super().__init__(f"{file}: {self.reason}")
+
+
+# SQLite's primary result codes for a write the file system refused: full (SQLITE_FULL), read-only
+# (SQLITE_READONLY: a read-only mount or file), I/O error, no permission, a journal it could not create
+NOT_STORED = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_PERM,
+                        sqlite3.SQLITE_CANTOPEN})
+
+
+def not_stored(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` is the file system refusing a write (``NOT_STORED``), not a damaged file."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in NOT_STORED
 
 
 def checked(file: Path, create: bool) -> bool:
@@ -73,7 +89,8 @@ def _create(file: Path) -> bool:
     except FileExistsError:  # something appeared since the stat (or a symlink to nothing): look again
         return checked(file, create=False)
     except OSError as exc:
-        raise ProvisionError(f"{file}: cannot create the history database: {exc.strerror or exc}") from None
+        error = OutputError if exc.errno in NOT_WRITABLE else ProvisionError
+        raise error(f"{file}: cannot create the history database: {exc.strerror or exc}") from None
     return True
 
 
@@ -113,8 +130,8 @@ def retrying(file: Path, work: Callable[[], T]) -> T:
     while True:
         try:
             return work()
-        except HistoryBusy:
+        except HistoryBusy as exc:
             waited = time.monotonic() - start
             if waited + RETRY_PAUSE_S + BUSY_TIMEOUT_S > BUSY_BOUND_S:  # another attempt could outlast the bound
-                raise HistoryBusy(file, waited) from None
+                raise HistoryBusy(file, waited, exc.writing) from None
         time.sleep(RETRY_PAUSE_S)

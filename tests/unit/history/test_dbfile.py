@@ -184,6 +184,11 @@ def test_a_history_that_cannot_be_written_is_read(tmp_path, read_only_history, c
     assert core.report(night2, history=str(read_only_history), out=str(tmp_path / "r.html"),
                        progress=lambda _: None) == 0
     assert "bw_avg_Gbps over 2 runs" in (tmp_path / "r.html").read_text()
+    night3 = saved_runs(tmp_path, (3,))
+    assert cli.main(["history", "import", *night3, "--history", str(read_only_history)]) == 5
+    err = capsys.readouterr().err
+    assert f"{read_only_history}: history not written: attempt to write a readonly database" in err
+    assert "not a usable" not in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.fixture
@@ -214,7 +219,7 @@ def test_a_locked_history_is_said_busy_with_the_import_command_and_nothing_is_lo
                                "still locked after ")
     command = shlex.split(lines[0].split("`")[1])
     assert command[:3] == ["provision", "history", "import"] and Path(command[3]) == rundir.path.absolute()
-    assert cli.main(command[1:]) == 2  # still locked: the import says so too
+    assert cli.main(command[1:]) == 5  # still locked: the import says so too, and stored nothing (NOT_WRITTEN)
     assert "history busy (locked by another process" in capsys.readouterr().err
     other.execute("ROLLBACK")
     other.close()
@@ -252,3 +257,33 @@ def test_a_lock_released_while_waiting_is_retried_and_the_run_stored(tmp_path, q
     assert lines == [] and pauses == [dbfile.RETRY_PAUSE_S]
     with db.reader(file) as conn:
         assert {r.run for r in db.rows(conn)} == {"night1", "night2"}
+
+
+def test_a_full_disk_is_said_not_written_and_the_history_is_kept(tmp_path, capsys):
+    small = tmp_path / "small"
+    small.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'not root'}): no full disk to test")
+    try:
+        file = small / "h.db"
+        core.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
+        filler = small / "filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:  # every block left taken
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        assert cli.main(["history", "import", *saved_runs(tmp_path, (2,)), "--history", str(file)]) == 5
+        err = capsys.readouterr().err
+        assert f"{file}: history not written: " in err and "not a usable" not in err
+        filler.unlink()
+        with db.reader(file) as conn:
+            assert {r.run for r in db.rows(conn)} == {"night1"}
+        assert cli.main(["history", "import", *saved_runs(tmp_path, (2,)), "--history", str(file)]) == 0
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
