@@ -102,8 +102,8 @@ def copy_raw(source: RunDir, target: RunDir, move: dict[str, str], warn: Callabl
         fd = _opened(source, old, warn)
         if fd is None:
             continue
+        into = target.path / new
         try:
-            into = target.path / new
             for folder in reversed(into.relative_to(target.path).parents[:-1]):
                 (target.path / folder).mkdir(mode=0o700, exist_ok=True)
             out = os.open(into, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -112,6 +112,9 @@ def copy_raw(source: RunDir, target: RunDir, move: dict[str, str], warn: Callabl
                     write_all(out, chunk)
             finally:
                 os.close(out)
+        except OSError as exc:
+            exc.filename = exc.filename or str(into)  # write(2) on a descriptor names no file
+            raise
         finally:
             os.close(fd)
 
