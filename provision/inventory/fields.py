@@ -5,7 +5,8 @@ without ``provision_profile`` is not a GPU node: it is built, not refused.
 
 Inventory values never become paths or code. Host and group names must be ``SAFE_NAME``
 (they name raw output files and JUnit suites); ``provision_profile`` is the name of a bundled
-profile, never a path; ``provision_check_timeouts`` maps check ids to positive finite seconds.
+profile, never a path; ``provision_check_timeouts`` maps check ids to positive finite seconds, each
+id one the registry knows (a misspelt id would leave its check at the default timeout unnoticed).
 
 A GPU node's host key is always checked. Refused: an ``ansible_host_key_checking`` (or the
 ssh or paramiko plugin's own variable) that is false; ssh args that disable strict checking,
@@ -15,13 +16,15 @@ machine, and paramiko's host key policy is its own, not OpenSSH's known_hosts wi
 """
 from __future__ import annotations
 
+import difflib
 import math
+import os
 import re
 from pathlib import Path
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from provision import profiles
+from provision import checks, profiles
 from provision.errors import ProfileError
 from provision.inventory import Host, Problem, sshargs
 from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
@@ -245,6 +248,25 @@ def _check_timeouts(f: Fields, timeouts) -> None:
         if not math.isfinite(value) or value <= 0:
             raise f.problem(field, f"field '{field}': {check}: {seconds!r} is not a positive finite "
                                    "number of seconds")
+        known = _known_checks(os.environ.get(checks.CHECK_PATH_ENV, ""))
+        if check not in known:
+            raise f.problem(field, f"field '{field}': unknown check {check}{closest(check, known)}")
+
+
+def closest(name: str, known: tuple[str, ...]) -> str:
+    """' (did you mean X?)' when difflib finds a close known name, else ' (known: ...)'."""
+    near = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"
+
+
+_KNOWN: dict[str, tuple[str, ...]] = {}
+
+
+def _known_checks(check_path: str) -> tuple[str, ...]:
+    """The registry's ids, read once per ``PROVISION_CHECK_PATH`` (not once per host)."""
+    if check_path not in _KNOWN:
+        _KNOWN[check_path] = tuple(checks.ids())
+    return _KNOWN[check_path]
 
 
 def _check_connection(f: Fields) -> None:

@@ -23,6 +23,7 @@ shares them; ``with_overrides`` works on a deep copy, so one host's overrides ne
 from __future__ import annotations
 
 import copy
+import difflib
 import dataclasses
 import functools
 import json
@@ -105,11 +106,13 @@ class Profile:
             raise ProfileError(f"{where}: must map check -> metric -> fields, e.g. "
                                "{ib_write_bw: {bw_avg_Gbps: {value: 360}}}")
         data = copy.deepcopy(self.data)
+        references = data.setdefault("references", {})
         for check, metrics in overrides.items():
             for metric, fields in (metrics or {}).items():
-                row = data.setdefault("references", {}).setdefault(check, {}).get(metric)
+                row = references.get(check, {}).get(metric)
                 if row is None or not isinstance(fields, dict):
-                    raise ProfileError(f"{where}.{check}.{metric}: no such reference in profile {self.name}")
+                    near = _near(metric, references[check]) if check in references else _near(check, references)
+                    raise ProfileError(f"{where}.{check}.{metric}: no such reference in profile {self.name}{near}")
                 row.update(fields)
         try:
             schema.validate(data, "profile", origin)
@@ -130,6 +133,12 @@ class Profile:
     def for_target(self, target: str | None) -> "Profile":
         """A copy for a node of NVIDIA repository folder ``target`` (its pins: ``stack``)."""
         return self if target is None else dataclasses.replace(self, target=target)
+
+
+def _near(name: str, known) -> str:
+    """' (did you mean X?)' for a misspelt check or metric of an override, when difflib finds one."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def for_host(profile_name: str, host_vars: dict, host_name: str) -> Profile:

@@ -56,9 +56,43 @@ def test_check_timeouts_are_positive_finite_seconds(read_inventory, timeouts, wh
 
 
 def test_valid_check_timeouts_load_unchanged(read_inventory):
-    found = read_inventory(host("gpu01", "      provision_check_timeouts: {nccl_tests: 600, gpu_burn: 90.5}\n"))
+    # the ids were nccl_tests and gpu_burn, tools rather than checks: now refused as unknown (below)
+    found = read_inventory(host("gpu01", "      provision_check_timeouts: {nccl_allreduce: 600, gpu_stress: 90.5}\n"))
     assert not found.problems
-    assert found.hosts[0].vars["provision_check_timeouts"] == {"nccl_tests": 600, "gpu_burn": 90.5}
+    assert found.hosts[0].vars["provision_check_timeouts"] == {"nccl_allreduce": 600, "gpu_stress": 90.5}
+
+
+@pytest.mark.parametrize("timeouts,why", [
+    ("{gpu_stres: 600}", "unknown check gpu_stres (did you mean gpu_stress?)"),
+    ("{nccl_allreduse: 60, gpu_stress: 90}", "unknown check nccl_allreduse (did you mean nccl_allreduce?)"),
+    ("{zzz: 60}", "unknown check zzz (known: "),
+])
+def test_a_misspelt_check_id_in_check_timeouts_is_refused_naming_the_closest(read_inventory, timeouts, why):
+    found = read_inventory(host("gpu01", f"      provision_check_timeouts: {timeouts}\n"))
+    assert [(p.host, p.field) for p in found.problems] == [("gpu01", "provision_check_timeouts")]
+    assert why in str(found.problems[0]) and found.problems[0].file.startswith(str(found.path))
+
+
+def test_a_misspelt_check_timeout_in_group_vars_is_one_line_exit_2(tmp_path):
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "hosts.yml").write_text(host("gpu01"))
+    (tmp_path / "group_vars" / "all.yml").write_text("provision_check_timeouts: {gpu_stres: 3600}\n")
+    line = one_error(provision("inventory", "-i", str(tmp_path / "hosts.yml")))
+    assert "group_vars/all.yml" in line and "gpu01" in line and "provision_check_timeouts" in line
+    assert "unknown check gpu_stres (did you mean gpu_stress?)" in line
+
+
+@pytest.mark.parametrize("overrides,why", [
+    ("{ib_write_bww: {bw_avg_Gbps: {value: 360}}}", ".ib_write_bww.bw_avg_Gbps: no such reference in profile "
+                                                    f"{PROFILE} (did you mean ib_write_bw?)"),
+    ("{ib_write_bw: {bw_avg_Gbs: {value: 360}}}", ".ib_write_bw.bw_avg_Gbs: no such reference in profile "
+                                                  f"{PROFILE} (did you mean bw_avg_Gbps?)"),
+])
+def test_a_misspelt_check_or_metric_in_reference_overrides_is_refused_naming_the_closest(read_inventory,
+                                                                                        overrides, why):
+    found = read_inventory(host("gpu01", f"      provision_reference_overrides: {overrides}\n"))
+    assert [(p.host, p.field) for p in found.problems] == [("gpu01", "provision_reference_overrides")]
+    assert why in str(found.problems[0])
 
 
 def laughs(levels: int, indent: str = "") -> str:
