@@ -40,7 +40,7 @@ if [ -n "$$missing" ]; then echo "apt-get install $$missing"; \
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 endef
 
-.PHONY: help setup sim-base provision install burnin sim-up sim-down sim-status lint test
+.PHONY: help setup sim-base provision install burnin sim-up sim-down sim-status lint unit test
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -82,6 +82,10 @@ lint: setup ## yamllint, ansible-lint (production profile), ruff, mypy and the i
 	$(VENV)/bin/ruff check provision tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+unit: setup ## The fast tests only: tests/unit (no simulated rack, no lint, no debootstrap)
+	$(call apt_install,$(TEST_APT_PACKAGES))
+	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
 
 test: sim-base lint ## Lint, then run the tests (unit and the simulated-rack integration test)
 	$(call apt_install,$(TEST_APT_PACKAGES))
