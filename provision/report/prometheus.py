@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from provision.results.model import Outcome, Run
+from provision.results.store import atomic_write
 
 PREFIX = "provision_burnin_"
 GB, Gb, MiB = 1e9, 1e9 / 8, float(2**20)  # bytes: nccl-tests and nvbandwidth GB/s are 1e9 B/s, perftest Gb/s 1e9 bit/s
@@ -145,21 +145,10 @@ def text(run: Run) -> str:
 
 def write(path: Path, run: Run, mode: int = 0o600) -> Path:
     """Write ``text(run)`` at ``path`` atomically: a dot-file beside it (the collector reads only
-    ``*.prom``), fsynced, given ``mode``, renamed over ``path``. 0600 inside a run folder; 0644 for a
-    textfile collector's directory, which node_exporter reads as its own user. Returns ``path``.
-    Raises OSError when the folder is not writable."""
-    data = text(run).encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        try:
-            os.write(fd, data)
-            os.fchmod(fd, mode)  # os.open's mode is filtered by the umask
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    ``*.prom``), written whole, fsynced, given ``mode``, renamed over ``path``
+    (``provision.results.store.atomic_write``). 0600 inside a run folder; 0644 for a textfile
+    collector's directory, which node_exporter reads as its own user. Returns ``path``.
+    Raises OSError naming ``path`` when it cannot be written whole (a full disk, a read-only
+    folder): the previous file is kept and no temp file is left."""
+    atomic_write(path, text(run), sync=True, mode=mode)
     return path

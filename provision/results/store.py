@@ -18,7 +18,9 @@ artifacts describe a cluster's nodes.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import json
 import math
 import os
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from provision.errors import OutputError, ProvisionError
 from provision.results import reading, schema
-from provision.results.model import CheckResult, Run, Scope
+from provision.results.model import FABRIC, SCHEMA_VERSION, CheckResult, HostRecord, Run, Scope
 
 # A report with more findings than this is written without indentation: json indents only in its pure-Python
 # encoder, and uses the C one only when indent is None (CPython Lib/json/encoder.py, JSONEncoder.iterencode);
@@ -131,19 +133,36 @@ class RunDir:
         ``record`` that comes ``JOURNAL_SYNC_S`` or more after the last fsync or is the
         ``JOURNAL_SYNC_EVERY``-th since it, and by ``sync_journal`` (the job calls it when the
         burn-in ends, and ``save`` does): such a crash loses at most the results recorded since
-        the last fsync. One fsync per result cost 20.4 s of 1,250 hosts x 15 checks (issue 20)."""
-        line = dumps(result.to_dict(), indent=None).encode()
+        the last fsync. One fsync per result cost 20.4 s of 1,250 hosts x 15 checks (issue 20).
+        A write that fails part-way (a full disk) leaves a cut line; the next line starts on a
+        fresh line, so the cut line is all that is lost. Raises OSError naming the journal."""
+        self._append(dumps(result.to_dict(), indent=None).encode())
+
+    def begin(self, run: Run) -> None:
+        """Journal ``run`` without its results (``{"run": ...}``: hosts and their profiles, start,
+        install), so that a run whose report.json is lost can be rebuilt from the journal alone
+        (``load``). Raises OSError naming the journal."""
+        header = {k: v for k, v in run.to_dict().items() if k not in ("results", "verdicts")}
+        self._append(dumps({"run": header}, indent=None).encode())
+
+    def _append(self, line: bytes) -> None:
         with self._journal_lock:
-            fd = os.open(self.journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                write_all(fd, line)
-                self._unsynced += 1
-                now = time.monotonic()
-                if self._unsynced >= JOURNAL_SYNC_EVERY or now - self._synced_at >= JOURNAL_SYNC_S:
-                    os.fsync(fd)
-                    self._unsynced, self._synced_at = 0, now
-            finally:
-                os.close(fd)
+                fd = os.open(self.journal, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+                try:
+                    end = os.fstat(fd).st_size
+                    if end and os.pread(fd, 1, end - 1) != b"\n":  # a line cut by an earlier failed write
+                        line = b"\n" + line
+                    write_all(fd, line)
+                    self._unsynced += 1
+                    now = time.monotonic()
+                    if self._unsynced >= JOURNAL_SYNC_EVERY or now - self._synced_at >= JOURNAL_SYNC_S:
+                        os.fsync(fd)
+                        self._unsynced, self._synced_at = 0, now
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise _named(exc, self.journal) from None
 
     def sync_journal(self) -> None:
         """fsync ``results.jsonl`` when results were recorded since its last fsync."""
@@ -161,25 +180,63 @@ class RunDir:
     def journal(self) -> Path:
         return self.path / "results.jsonl"
 
-    def load(self) -> Run:
+    def load(self, rebuild: Callable[[str], None] | None = None) -> Run:
         """The run's report, with any result the journal holds that the report lacks (a run
-        killed before its last save). Raises ProvisionError when it is not a run report."""
+        killed before its last save). With ``rebuild``, a report.json that is missing, cut or
+        unreadable is rebuilt from the journal (its run header and every whole result line), and
+        ``rebuild`` gets one line saying so. Raises ProvisionError when it is not a run report."""
         try:
             data = json.loads(self.report.read_text())
         except (OSError, ValueError) as exc:
-            raise ProvisionError(f"{self.report}: not a readable run report ({exc})") from None
+            run = self._rebuilt(rebuild, exc) if rebuild is not None else None
+            if run is None:
+                raise ProvisionError(f"{self.report}: not a readable run report ({exc})") from None
+            return run
         run = reading.run_from_dict(data, str(self.report))
-        if self.journal.is_file():
-            seen = {(r.check, r.hosts) for r in run.results}
-            for number, line in enumerate(self.journal.read_text(errors="replace").splitlines(), 1):
-                try:
-                    result = reading.result_from_dict(json.loads(line))
-                except (ValueError, KeyError, TypeError):
-                    continue  # a line cut by the kill itself
-                if (result.check, result.hosts) not in seen:
-                    run.results.append(result)
-                    seen.add((result.check, result.hosts))
+        seen = {(r.check, r.hosts) for r in run.results}
+        for result in self._journaled()[1]:
+            if (result.check, result.hosts) not in seen:
+                run.results.append(result)
+                seen.add((result.check, result.hosts))
         return run
+
+    def _journaled(self) -> tuple[dict | None, list[CheckResult]]:
+        """(the last run header, every result) of the journal's whole lines; a line cut by a kill or a
+        full disk is left out. A journal written before lines started afresh may hold a cut line with
+        the next result glued to it: that result is kept."""
+        header, results = None, []
+        if not self.journal.is_file():
+            return header, results
+        for line in self.journal.read_text(errors="replace").splitlines():
+            for text in (line, line[max(line.rfind(RESULT_START), 0):]):
+                try:
+                    row = json.loads(text)
+                    if isinstance(row, dict) and isinstance(row.get("run"), dict):
+                        header = row["run"]
+                    else:
+                        results.append(reading.result_from_dict(row))
+                    break
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+        return header, results
+
+    def _rebuilt(self, say: Callable[[str], None], why: Exception) -> Run | None:
+        """The run rebuilt from the journal alone; None when it holds no result."""
+        header, results = self._journaled()
+        if not results:
+            return None
+        run = reading.run_from_dict(header or {"schema_version": SCHEMA_VERSION, "run_id": self.name},
+                                    str(self.journal))
+        run.results = results
+        for host in (h for r in results for h in r.hosts if h != FABRIC):
+            run.hosts.setdefault(host, HostRecord(None))
+        reason = why.strerror if isinstance(why, OSError) and why.strerror else "cut or not JSON"
+        say(f"{self.report}: {reason}; rebuilt from {self.journal.name} ({len(results)} results"
+            f"{'' if header else '; no run header: hosts without profile or start time'})")
+        return run
+
+
+RESULT_START = '{"check": '  # how a journal line of a result begins (CheckResult.to_dict's first key)
 
 
 def latest_is_ours(link: Path) -> bool:
@@ -225,29 +282,51 @@ def _finite(value: object) -> object:
 
 def write_all(fd: int, data: bytes) -> None:
     """``data`` written whole to ``fd``: ``write(2)`` may take fewer bytes than given (a signal, a
-    filling disk); the rest is written again until every byte is taken. Raises OSError."""
+    filling disk); the rest is written again until every byte is taken. Raises OSError (ENOSPC when
+    the file system takes nothing more)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        taken = os.write(fd, view)
+        if taken <= 0:  # a regular file takes at least one byte or fails; never loop on nothing
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[taken:]
 
 
-def atomic_write(path: Path, text: str, sync: bool = True) -> None:
-    """Write ``path`` (mode 0600) through a temp file renamed over it; fsync file and folder when ``sync``."""
+def atomic_write(path: Path, text: str, sync: bool = True, mode: int = 0o600) -> None:
+    """Write ``path`` (``mode``) through a temp file renamed over it; fsync file and folder when ``sync``.
+    Complete or nothing: on any error (a full disk, a read-only file system) the temp file is removed,
+    the file at ``path`` is left as it was, and OSError is raised naming ``path``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        write_all(fd, text.encode())
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            write_all(fd, text.encode())
+            if mode != 0o600:
+                os.fchmod(fd, mode)  # os.open's mode is filtered by the umask
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException as exc:  # KeyboardInterrupt too: no temp file outlives the write
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _named(exc, path) from None
+        raise
     if sync:
         folder = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming ``path`` (an error of write(2) on a descriptor names no file)."""
+    if exc.filename is None or str(exc.filename).endswith(".tmp"):
+        exc.filename = str(path)
+    return exc
 
 
 class RunStore:
