@@ -2,7 +2,8 @@
 
 Exit statuses (``provision.errors.ExitStatus``): 0 every node passed, 1 some node failed or
 errored, 2 bad usage or bad input (one line naming file, host and field), 3 the
-orchestration itself broke. ``--traceback`` re-raises for debugging.
+orchestration itself broke, 4 a program is missing, 5 a result file could not be written.
+``--traceback`` re-raises for debugging.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 from provision import core, embedded, inventory
-from provision.errors import ExitStatus, ProvisionError
+from provision.errors import NOT_WRITABLE, ExitStatus, ProvisionError, not_written
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -274,6 +275,9 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # a bug, not a user's mistake: one line, exit 3; --traceback shows it
         if args.traceback:
             raise
+        if isinstance(exc, OSError) and exc.errno in NOT_WRITABLE:  # a full disk is not a bug: exit 5
+            print(f"provision: error: {not_written(exc)}", file=sys.stderr)
+            return int(ExitStatus.NOT_WRITTEN)
         print(f"provision: internal error: {type(exc).__name__}: {exc} (run with --traceback)", file=sys.stderr)
         return int(ExitStatus.RUNNER)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: the run (if any) saved what it had

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import shlex
+import sys
 import time
 
 from provision import embedded, paths
@@ -21,7 +22,7 @@ from provision.engine.control import Control, stopping_on_signals
 from provision.engine.reevaluate import reevaluate
 from provision.engine.local import LocalTransport
 from provision.engine.ssh import SshTransport
-from provision.errors import OutputError, ExitStatus, ProfileError, ProvisionError
+from provision.errors import ExitStatus, OutputError, ProfileError, ProvisionError, not_written
 from provision.inventory import listing
 from provision.report import junit, summary
 from provision.report import progress as progress_view
@@ -82,6 +83,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {label}, phases {', '.join(phases)}")
     console = progress_view.Progress(progress, verbose=verbose, live=live)
     control = Control(console.line, events=console.event)
+    unwritten: list[str] = []  # the result files that could not be written, one line each
     with stopping_on_signals(control), console:
         try:
             if "install" in phases:
@@ -90,19 +92,48 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
             if "burnin" in phases and hosts and not control.stop.is_set():
                 _burnin(hosts, rundir, run, only_checks, control, scope, schedule, local, forks)
         finally:
-            if "burnin" in phases and run.results and not (local and history is None):  # see _local
-                _remember(run, rundir, history, progress)
             run.finished = _now()
-            rundir.save(run)
-            junit.write(rundir.junit, run)
-            prometheus.write(rundir.path / PROMETHEUS_FILE, run)  # node_exporter's textfile collector
-    _drain(phases, rundir, run, slurm_nodes, resume_passed, control)  # drain.txt; --drain slurm
+            _outputs(phases, rundir, run, progress, unwritten)  # before the history, which may be slow or fail
+            if "burnin" in phases and run.results and not (local and history is None):  # see _local
+                _remembered(phases, rundir, run, history, progress, unwritten)
+    _drain(phases, rundir, run, slurm_nodes, resume_passed, control, unwritten)  # drain.txt again; --drain slurm
     progress("\n" + summary.render(run))
     progress(f"\nresults: {rundir.report}, JUnit in {rundir.junit}/")
     if control.stop.is_set():
         progress(f"provision: stopped by {control.reason}; the results gathered so far are in {rundir.path}")
         return ExitStatus.TERMINATED if control.reason == "SIGTERM" else ExitStatus.INTERRUPTED
-    return _status(run)
+    return ExitStatus.NOT_WRITTEN if unwritten else _status(run)
+
+
+def _outputs(phases, rundir: RunDir, run: Run, progress, unwritten: list[str]) -> None:
+    """Write report.json, JUnit, burnin.prom (node_exporter's textfile collector) and, after a burn-in,
+    drain.txt, each on its own: one that cannot be written (a full disk, a read-only folder) is one line
+    naming it and why (said once, kept in ``unwritten``), and the others are still written."""
+    writes = [lambda: rundir.save(run), lambda: junit.write(rundir.junit, run),
+              lambda: prometheus.write(rundir.path / PROMETHEUS_FILE, run)]
+    if "burnin" in phases:
+        writes.append(lambda: rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in slurm_drain.drain_lines(run))))
+    for write in writes:
+        _attempt(write, progress, unwritten)
+
+
+def _attempt(write, progress, unwritten: list[str]) -> None:
+    """``write()``; an OSError is one line naming the file and why, said once (kept in ``unwritten``)."""
+    try:
+        write()
+    except OSError as exc:
+        line = f"provision: error: {not_written(exc)}"
+        if line not in unwritten:
+            unwritten.append(line)
+            progress(line)
+
+
+def _remembered(phases, rundir: RunDir, run: Run, history: str | None, progress, unwritten: list[str]) -> None:
+    """``_remember``; the regressions it finds against the history go into every output too."""
+    found = len(run.results)
+    _remember(run, rundir, history, progress)
+    if len(run.results) > found:
+        _outputs(phases, rundir, run, progress, unwritten)
 
 
 def _known_checks(only_checks: list[str] | None) -> None:
@@ -309,15 +340,26 @@ def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scop
     started, saved = time.monotonic(), [0.0, 0.0]  # when report.json was last saved, how long that took
     control.progress(f"burnin: {len(hosts)} hosts")
 
+    said: set[str] = set()
+
+    def keeping(write) -> None:  # a full disk costs the journal or a save, never the burn-in: said once per file
+        try:
+            write()
+        except OSError as exc:
+            if str(exc.filename) not in said:
+                said.add(str(exc.filename))
+                control.progress(f"provision: warning: {not_written(exc)}; the burn-in goes on")
+
     def record(result) -> None:
-        rundir.record(result)
         run.results.append(result)
+        keeping(lambda: rundir.record(result))
         if time.monotonic() - saved[0] >= max(SAVE_EVERY_S, SAVE_SHARE * saved[1]):  # the scheduler waits for it
             began = time.monotonic()
-            rundir.save(run)
+            keeping(lambda: rundir.save(run))
             saved[:] = [time.monotonic(), time.monotonic() - began]
 
     run.results = []
+    keeping(lambda: rundir.begin(run))  # the journal alone can rebuild the run (RunDir.load)
     procedure: dict = {}
     transport = LocalTransport() if local else SshTransport()
     ordered = burnin_engine.run(hosts, run.hosts, rundir, transport, only_checks, control, record,
@@ -325,7 +367,7 @@ def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scop
     run.results = ordered
     run.cluster = procedure or None
     run.burnin_wall_s = round(time.monotonic() - started, 1)
-    rundir.sync_journal()
+    keeping(rundir.sync_journal)
 
 
 def inventory(inventory_args: str | list[str], limit: list[str] | None = None, vault: inv.Vault = inv.Vault(),
@@ -350,7 +392,7 @@ def evaluate(run_arg: str, profile_name: str | None = None, inventory_arg: str |
     """Judge a run's saved raw outputs again (new profile, thresholds or site variables), touching
     no node; rewrite its report.json and JUnit. Raises ProvisionError for a bad run folder."""
     rundir = RunStore(paths.RUNS).open(run_arg)
-    run = rundir.load()
+    run = rundir.load(rebuild=_rebuilt)
     if inventory_arg:
         for host in inv.load(inv.resolve_all(inventory_arg), vault).hosts:
             if host.name in run.hosts:
@@ -618,7 +660,7 @@ def report(run_arg: str, out: str | None = None, history: str | None = None, pro
             Destination(path=rundir.path / PROMETHEUS_FILE)
     if page.fd is not None and prom is not None and prom.fd == page.fd:
         raise ProvisionError(f"--out and --prometheus-out both name {page}: give one of them a file")
-    run = rundir.load()
+    run = rundir.load(rebuild=_rebuilt)
     if page.fd is not None and len(run.verdicts()) > html_report.INLINE_HOSTS:
         raise ProvisionError(f"--out {page}: the report of {len(run.verdicts())} hosts is a page per host: "
                              "name a file or a folder")
@@ -652,6 +694,11 @@ def _report_outputs(page, prom, run: Run, rundir: RunDir, trend, said) -> None:
 
 def _cut(text: str, most: int = 200) -> str:
     return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
+
+
+def _rebuilt(line: str) -> None:
+    """Says on stderr that a run was rebuilt from its journal (``RunDir.load``)."""
+    print(f"provision: warning: {line}", file=sys.stderr)
 
 
 TREND_METRICS = ("busbw_GBps", "bw_avg_Gbps", "gflops")  # the report's per-host trend plots
@@ -751,7 +798,7 @@ def history_import(history_arg: str | None, run_args: list[str], progress=print)
     loaded = []
     for arg in run_args:  # every report read before the first write: bad input stores nothing
         rundir = RunStore(paths.RUNS).open(arg)
-        run = rundir.load()
+        run = rundir.load(rebuild=_rebuilt)
         if not run.started:
             raise ProvisionError(f"{rundir.report}: started: missing (the history orders runs by it)")
         loaded.append((rundir, run))
@@ -797,14 +844,16 @@ def _drain_options(drain: str | None, resume_passed: bool) -> None:
 
 
 def _drain(phases, rundir: RunDir, run: Run, slurm_nodes: dict[str, str], resume_passed: bool,
-           control: Control) -> None:
+           control: Control, unwritten: list[str] | None = None) -> None:
     """After a burn-in: write drain.txt; with ``slurm_nodes`` drain and resume in Slurm and write what
     was done to slurm.txt. A stopped run drains nothing (its verdicts are not the burn-in's).
-    scontrol's failures are warning lines (``provision.slurm.drain.apply``), never the run's."""
+    scontrol's failures are warning lines (``provision.slurm.drain.apply``), never the run's; a file
+    that cannot be written is one line (``_attempt``, added to ``unwritten``)."""
+    unwritten = [] if unwritten is None else unwritten
     if "burnin" not in phases:
         return
     lines = slurm_drain.drain_lines(run)
-    rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines))
+    _attempt(lambda: rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines)), control.progress, unwritten)
     control.progress(f"drain: {len(lines)} failing hosts in {rundir.path / DRAIN_FILE}")
     if not slurm_nodes:
         return
@@ -813,4 +862,4 @@ def _drain(phases, rundir: RunDir, run: Run, slurm_nodes: dict[str, str], resume
         control.progress(said[0])
     else:
         said = slurm_drain.apply(run, slurm_nodes, resume_passed, Scontrol(), control.progress)
-    rundir.write(SLURM_FILE, "".join(f"{line}\n" for line in said))
+    _attempt(lambda: rundir.write(SLURM_FILE, "".join(f"{line}\n" for line in said)), control.progress, unwritten)

@@ -204,7 +204,8 @@ class RunDir:
         """(the last run header, every result) of the journal's whole lines; a line cut by a kill or a
         full disk is left out. A journal written before lines started afresh may hold a cut line with
         the next result glued to it: that result is kept."""
-        header, results = None, []
+        header: dict | None = None
+        results: list[CheckResult] = []
         if not self.journal.is_file():
             return header, results
         for line in self.journal.read_text(errors="replace").splitlines():
