@@ -28,13 +28,19 @@ class Refused(Exception):
 
 
 def authenticate(transport: paramiko.Transport, target: Target) -> None:
+    """Log in with public keys in OpenSSH's order (``_keys``). Raises Refused when no key is
+    accepted, and paramiko.SSHException when sshd gives no answer within paramiko's ``auth_timeout``
+    (30 s): a busy node, which the burn-in retries, not a refusal, which it does not."""
     agent = _agent(target.identity_agent)
     tried = []
     try:
         for label, key in _keys(target, agent.get_keys() if agent else ()):
             try:
                 transport.auth_publickey(target.user, key)
-            except paramiko.AuthenticationException:
+            except paramiko.AuthenticationException as exc:
+                if "timeout" in str(exc).lower():  # paramiko's auth_timeout: no answer, not a refusal
+                    raise paramiko.SSHException(f"no answer to the login as {target.user} within "
+                                                f"{transport.auth_timeout:g} s (sshd busy?)") from None
                 tried.append(label)
                 continue
             if transport.is_authenticated():
