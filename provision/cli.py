@@ -15,10 +15,21 @@ from pathlib import Path
 
 from provision import core, embedded, inventory
 from provision.errors import NOT_WRITABLE, ExitStatus, ProvisionError, not_written
+from provision.arguments import INPUT_ERRNOS, Parser, refuse_empty, shown
+from provision.report.console import visible
+
+
+def _say(line: object = "", end: str = "\n") -> None:
+    """Print a line on stdout, its control characters made visible (provision.report.console)."""
+    print(visible(line), end=end, flush=True)
+
+
+def _warn(line: object) -> None:
+    print(visible(line), file=sys.stderr, flush=True)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="provision", description="Provision GPU nodes and burn them in.")
+    p = Parser(prog="provision", description="Provision GPU nodes and burn them in.")
     p.add_argument("--traceback", action="store_true", help="show the Python traceback on errors")
     sub = p.add_subparsers(dest="command", required=True)
     for name, text in (("run", "install the stack, then burn in (the main job)"),
@@ -130,11 +141,11 @@ def _history_parser(sub) -> None:
 
 def _history(args: argparse.Namespace) -> int:
     if not args.action:
-        return core.history(args.history, args.host, args.check, args.metric, args.since, args.json)
+        return core.history(args.history, args.host, args.check, args.metric, args.since, args.json, out=_say)
     if args.action[0] != "import":
         raise ProvisionError(f"history: unknown action {args.action[0]!r} (use `history import RUN_DIR...` "
                              "or filters such as --host)")
-    return core.history_import(args.history, args.action[1:])
+    return core.history_import(args.history, args.action[1:], progress=_say)
 
 
 def _plan_parser(sub) -> None:
@@ -185,7 +196,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
         return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
                         only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
-                        retry_failed=getattr(args, "retry_failed", None), progress=lambda line: print(line, flush=True),
+                        retry_failed=getattr(args, "retry_failed", None), progress=_say,
                         scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"),
                         history=getattr(args, "history", None), check_set=getattr(args, "check_set", None),
                         drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False),
@@ -196,19 +207,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("plan", "merge"):
         return _planning(args)
     if args.command == "evaluate":
-        return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args))
+        return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args), progress=_say)
     if args.command == "inventory":
-        return core.inventory(args.inventory, _csv(args.limit), _vault(args), args.json,
-                              err=lambda line: print(line, file=sys.stderr))
+        return core.inventory(args.inventory, _csv(args.limit), _vault(args), args.json, out=_say, err=_warn)
     if args.command == "checks":
-        return core.list_checks(args.markdown)
+        return core.list_checks(args.markdown, out=_say)
     if args.command == "parse":
         return _parse(args.tool, args.file)
     if args.command == "history":
         return _history(args)
     if args.command == "fabric":
         return core.fabric(args.inventory, args.ibnetdiscover, args.json, _csv(args.limit), _vault(args),
-                           err=lambda line: print(line, file=sys.stderr))
+                           out=_say, err=_warn)
     if args.command == "report":
         return _report(args)
     return embedded.dispatch(args)
@@ -217,7 +227,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     if args.prometheus_out is not None and not args.prometheus_out.strip():  # '' is no path, never the default
         raise ProvisionError(f"--prometheus-out {args.prometheus_out!r}: not a path (an empty value)")
-    return core.report(args.run_dir, args.out, args.history, args.prometheus_out or ("" if args.prometheus else None))
+    return core.report(args.run_dir, args.out, args.history, args.prometheus_out or ("" if args.prometheus else None),
+                       progress=_say)
 
 
 def _local(args: argparse.Namespace) -> bool:
@@ -242,9 +253,8 @@ def _forks(value: str | None) -> int | None:
 def _planning(args: argparse.Namespace) -> int:
     if args.command == "plan":
         return core.plan(args.inventory, _csv(args.limit), _vault(args), args.gpus, args.profile, args.switch_radix,
-                         args.oversubscription, args.pue, args.node_power_W,
-                         err=lambda line: print(line, file=sys.stderr))
-    return core.merge(args.run_dirs, args.run_id, progress=lambda line: print(line, flush=True))
+                         args.oversubscription, args.pue, args.node_power_W, out=_say, err=_warn)
+    return core.merge(args.run_dirs, args.run_id, progress=_say)
 
 
 def _parse(tool: str, file: str) -> int:
@@ -256,30 +266,51 @@ def _parse(tool: str, file: str) -> int:
             text = handle.read(MAX_TEXT_CHARS + 1)
     except OSError as exc:
         raise ProvisionError(f"{file}: cannot read: {exc.strerror}") from None
-    print(json.dumps(parse_tool(tool, text, source=str(path)), indent=1))
+    _say(json.dumps(parse_tool(tool, text, source=str(path)), indent=1))
     return ExitStatus.OK
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     try:
+        refuse_empty(parser, args)
         return int(_dispatch(args))
     except ProvisionError as exc:
         if args.traceback:
             raise
-        print(f"provision: error: {exc}", file=sys.stderr)
+        print(f"provision: error: {shown(str(exc))}", file=sys.stderr)
         return int(exc.exit_status)
     except BrokenPipeError:  # stdout closed early (`provision parse ... | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return int(ExitStatus.OK)
+    except OSError as exc:  # a path the operator gave (too long, missing): one line, exit 2
+        if args.traceback:
+            raise
+        return _os_error(exc)
     except Exception as exc:  # a bug, not a user's mistake: one line, exit 3; --traceback shows it
         if args.traceback:
             raise
-        if isinstance(exc, OSError) and exc.errno in NOT_WRITABLE:  # a full disk is not a bug: exit 5
-            print(f"provision: error: {not_written(exc)}", file=sys.stderr)
-            return int(ExitStatus.NOT_WRITTEN)
-        print(f"provision: internal error: {type(exc).__name__}: {exc} (run with --traceback)", file=sys.stderr)
-        return int(ExitStatus.RUNNER)
+        return _internal(exc)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: the run (if any) saved what it had
         print("provision: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
+
+
+def _os_error(exc: OSError) -> int:
+    """A full or read-only disk: exit 5 (NOT_WRITTEN); a path given that is too long or missing: exit 2; else
+    an internal error. One line each."""
+    if exc.errno in NOT_WRITABLE:  # a full disk is not a bug
+        print(f"provision: error: {shown(not_written(exc))}", file=sys.stderr)
+        return int(ExitStatus.NOT_WRITTEN)
+    if exc.errno not in INPUT_ERRNOS:
+        return _internal(exc)
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    print(f"provision: error: {shown(f'{where}{exc.strerror}')}", file=sys.stderr)
+    return int(ExitStatus.BAD_INPUT)
+
+
+def _internal(exc: BaseException) -> int:
+    print(f"provision: internal error: {shown(f'{type(exc).__name__}: {exc}')} (run with --traceback)",
+          file=sys.stderr)
+    return int(ExitStatus.RUNNER)

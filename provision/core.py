@@ -28,6 +28,7 @@ from provision.report import junit, summary
 from provision.report import progress as progress_view
 from provision.report import html as html_report
 from provision.report import prometheus
+from provision.report.console import visible
 from provision.results.model import FABRIC, JUDGED_VARS, FailedTask, HostInstall, HostRecord, Outcome, RoleResult, Run
 from provision.results.model import Scope
 from provision.results.store import RunDir, RunStore, safe_name
@@ -770,8 +771,8 @@ def history(history_arg: str | None, host: str | None = None, check: str | None 
     if as_json:
         out(json.dumps([vars(r) for r in found], indent=1))
     else:
-        for line in db.table(found):
-            out(line)
+        for line in db.table(found):  # a stored text value is a node's: one line, inert (provision.report.console)
+            out(visible(line, newlines=False))
     return ExitStatus.OK
 
 

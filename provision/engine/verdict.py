@@ -1,12 +1,13 @@
 """The outcome of one check from its outputs, in stages (STYLE.md): could not run -> error;
-output cut short, unparsable or giving nothing to judge -> error; a finding outside its
+output cut short, unparsable, giving nothing to judge, a non-finite value or one beyond what the
+hardware can do (``provision.checks.plausible``) -> error; a finding outside its
 reference -> fail; else pass. This is the part a re-evaluation repeats from saved outputs.
 """
 from __future__ import annotations
 
 import math
 
-from provision.checks import Check
+from provision.checks import Check, plausible
 from provision.errors import ParseError, ProfileError
 from provision.results.model import CheckResult, Finding, Outcome, Scope, number
 
@@ -36,6 +37,10 @@ def verdict(check: Check, hosts: tuple[str, ...], scope: Scope, profile, texts: 
     if odd:  # inf or nan compares as inside or outside any bound by accident: never judged
         return result(Outcome.ERROR, f"{check.tool} output gave a non-finite value: "
                                      + "; ".join(f"{f.device}: {f.metric} = {f.value}" for f in odd[:3]))
+    impossible = plausible.beyond(check.id, findings, profile)
+    if impossible:  # beyond what the hardware can do: a broken tool or a forged output, never judged
+        return result(Outcome.ERROR, f"{check.tool} output gave a value the hardware cannot reach: "
+                                     + "; ".join(impossible[:3]))
     failing = [f for f in findings if not f.ok]
     if failing:
         return result(Outcome.FAIL, "; ".join(f.describe() for f in failing), findings)

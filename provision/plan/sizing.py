@@ -98,31 +98,54 @@ class Sizing:
         ]
 
 
+# Bounds of the sizing's inputs, far past any machine built (the largest clusters are some 10^5 GPUs, the
+# largest InfiniBand switch radix 144, a GPU node draws some 10^4 W), so that a figure a shell or a script got
+# wrong (401 digits) is refused by name instead of overflowing a float inside the sizing.
+MAX_GPUS = 100_000_000
+MAX_RADIX = 4096
+MAX_PUE = 10.0
+MAX_NODE_W = 1e6
+
+
+def _short(number: int) -> str:
+    """An integer as given, or its first digits and how many there are (a 401-digit --gpus)."""
+    text = str(number)
+    return text if len(text) <= 20 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def ratio(text: str) -> tuple[int, int]:
     """"2:1" -> (2, 1) (down:up). Raises ProvisionError."""
     try:
         down, up = (int(x) for x in text.split(":"))
     except ValueError:
         down = up = 0
-    if down < 1 or up < 1:
+    if not (1 <= down <= MAX_RADIX and 1 <= up <= MAX_RADIX):
         raise ProvisionError(f"--oversubscription {text[:20]!r}: down:up as two positive integers, e.g. 1:1 or 2:1")
     return down, up
+
+
+def _check_arguments(gpus: int, radix: int, pue: float, node_W: float | None) -> None:
+    """Raise ProvisionError naming the first argument of ``size`` outside its bounds."""
+    if not 1 <= gpus <= MAX_GPUS:
+        raise ProvisionError(f"--gpus: at least 1 and at most {MAX_GPUS:,}, got {_short(gpus)}")
+    if not 4 <= radix <= MAX_RADIX or radix % 2:
+        raise ProvisionError(f"--switch-radix: an even port count of at least 4 and at most {MAX_RADIX}, "
+                             f"got {_short(radix)}")
+    if pue > MAX_PUE:
+        raise ProvisionError(f"--pue: at most {MAX_PUE:g} (facility power over IT power), got {pue:g}")
+    if pue < 1:
+        raise ProvisionError(f"--pue: at least 1.0 (facility power over IT power), got {pue:g}")
+    if not math.isfinite(pue):
+        raise ProvisionError(f"--pue: a finite number of at least 1.0, got {pue:g}")
+    if node_W is not None and (not math.isfinite(node_W) or not 0 < node_W <= MAX_NODE_W):
+        raise ProvisionError(f"--node-power-W: a positive number of watts, at most {MAX_NODE_W:g}, got {node_W:g}")
 
 
 def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue: float = PUE,
          node_W: float | None = None) -> Sizing:
     """The sizing of ``gpus`` GPUs of ``profile`` (a provision.profiles.Profile). Raises ProvisionError for
     a bad argument."""
-    if gpus < 1:
-        raise ProvisionError(f"--gpus: at least 1, got {gpus}")
-    if radix < 4 or radix % 2:
-        raise ProvisionError(f"--switch-radix: an even port count of at least 4, got {radix}")
-    if pue < 1:
-        raise ProvisionError(f"--pue: at least 1.0 (facility power over IT power), got {pue:g}")
-    if not math.isfinite(pue):
-        raise ProvisionError(f"--pue: a finite number of at least 1.0, got {pue:g}")
-    if node_W is not None and (not math.isfinite(node_W) or node_W <= 0):
-        raise ProvisionError(f"--node-power-W: a positive number of watts, got {node_W:g}")
+    _check_arguments(gpus, radix, pue, node_W)
     d, u = ratio(oversubscription)
     down = radix * d // (d + u)
     up = radix - down

@@ -20,6 +20,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from provision.report.console import visible
 from provision.results import events as ev
 
 EVERY_S = 30.0  # a CI log gets a check's line at most this often
@@ -73,11 +74,12 @@ class Progress:
             self.live.stop()
 
     def line(self, text: str) -> None:
-        """Print ``text`` whatever the mode (above the live lines on a terminal)."""
+        """Print ``text`` whatever the mode (above the live lines on a terminal), its control characters made
+        visible (a task's message, a tool's line: a node's text)."""
         if self.live is not None:
-            self.live.console.print(Text(text), highlight=False, soft_wrap=True)
+            self.live.console.print(Text(visible(text)), highlight=False, soft_wrap=True)
         else:
-            self.out(text)
+            self.out(visible(text))
 
     def event(self, event: ev.Event) -> None:
         """Take one event of the run (thread-safe)."""
@@ -186,15 +188,15 @@ class Progress:
             if self.role is not None:
                 r = self.role
                 table = _table("install role", "hosts done", "changed", "failed", "current task", "elapsed")
-                table.add_row(r.name, f"{len(r.current)}/{r.total or '?'}", str(len(r.changed)), str(len(r.failed)),
-                              f"{r.tasks}: {r.task}", _clock(now - r.started_s))
+                _add_row(table, r.name, f"{len(r.current)}/{r.total or '?'}", str(len(r.changed)),
+                         str(len(r.failed)), f"{r.tasks}: {r.task}", _clock(now - r.started_s))
                 return table
             table = _table("burnin check", "done", "passed", "failed", "errored", "slowest running", "elapsed")
             for t in self.checks.values():
                 slowest = min(t.running.items(), key=lambda item: item[1]) if t.running else None
-                table.add_row(t.name, f"{t.done}/{t.total}", str(t.counts["pass"]), str(t.counts["fail"]),
-                              str(t.counts["error"]), f"{slowest[0]} {now - slowest[1]:.0f} s" if slowest else "",
-                              _clock(now - t.started_s))
+                _add_row(table, t.name, f"{t.done}/{t.total}", str(t.counts["pass"]), str(t.counts["fail"]),
+                         str(t.counts["error"]), f"{slowest[0]} {now - slowest[1]:.0f} s" if slowest else "",
+                         _clock(now - t.started_s))
             return table
 
 
@@ -206,6 +208,11 @@ def _table(*titles: str) -> Table:
         table.add_column(title, no_wrap=True, overflow="ellipsis", max_width=TEXT_COLUMN if last_but_one else None,
                          justify="left" if i == 0 or last_but_one else "right")
     return table
+
+
+def _add_row(table: Table, *cells: str) -> None:
+    """A row of the live table, its text made visible (a task's name, a host's label reach the terminal)."""
+    table.add_row(*(visible(c, newlines=False) for c in cells))
 
 
 def _count(n: int, noun: str) -> str:

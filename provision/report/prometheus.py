@@ -109,9 +109,10 @@ def _measures(run: Run) -> Iterator[Metric]:
     for r in run.results:
         for f in r.findings:
             row = MEASURES.get((r.check, f.metric))
-            value = _finite(f.value)
-            if row is not None and value is not None:
-                series.setdefault(row[0], {})[(f.host or r.host, f.device)] = value * row[1]
+            value = _finite(f.value) if row is not None else None
+            value = _finite(value * row[1]) if row is not None and value is not None else None
+            if row is not None and value is not None:  # finite in the base unit too: never +Inf for a figure
+                series.setdefault(row[0], {})[(f.host or r.host, f.device)] = value
     for name, help_text in sorted({(n, h) for n, _, h in MEASURES.values()}):
         if name in series:
             family = GaugeMetricFamily(PREFIX + name, help_text, labels=["host", "device"])

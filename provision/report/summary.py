@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from provision.report import hostlist
+from provision.report.console import visible
 from provision.results.model import CheckResult, Outcome, Run, Scope
 
 MARK = {"pass": "ok", "fail": "FAIL", "error": "ERR", "skipped": "skip"}
@@ -33,7 +34,7 @@ class Group:
     def line(self) -> str:
         """One host: ``<host> <label> <OUTCOME>: <message>``; several: the hostlist, the codes, how
         many, and the example host's message."""
-        host, message = self.example
+        host, message = self.example[0], visible(self.example[1], newlines=False)  # a node's text: one line, inert
         outcome = f" {self.outcome}" if self.outcome else ""
         if len(set(self.hosts)) == 1:
             return f"{host} {self.label}{outcome}: {message}"
@@ -87,10 +88,11 @@ def _cluster(run: Run) -> list[str]:
                      and set(r.hosts) <= set(group["hosts"]))
         out.append(f"cluster {group['profile']} ({len(group['hosts'])} hosts): {group['rounds_total']} rounds, "
                    f"{tests} tests, {failed} below reference; {len(group['suspects'])} suspects"
-                   + (f"; {group['error']}" if group.get("error") else ""))
+                   + (f"; {visible(group['error'], newlines=False)}" if group.get("error") else ""))
     for r in run.results:
         if r.check == "localize":
-            out += [f"  suspect {f.host} {f.device}: confidence {f.value}; {f.detail}" for f in r.findings if not f.ok]
+            out += [visible(f"  suspect {f.host} {f.device}: confidence {f.value}; {f.detail}", newlines=False)
+                    for f in r.findings if not f.ok]
     return out
 
 

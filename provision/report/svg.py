@@ -53,9 +53,14 @@ def strip(columns: Sequence[Column], unit: str, reference: float | None = None,
     left, top, plot_h = 56, 22, 200
     step = min(max(560 / max(len(columns), 1), 14), 48)  # px per column: wide for a few nodes, 14 px at 40+
     bottom = 12 + 5.5 * min(max((len(c.label) for c in columns), default=1), 28)  # room for rotated labels
+    columns = [Column(c.label, tuple(Dot(d.device, _finite(d.value), d.ok) for d in c.dots)) for c in columns]
+    reference, lower = _finite(reference), _finite(lower)
     values = [d.value for c in columns for d in c.dots if d.value is not None]
-    tick = _tick(max(values + [v for v in (reference, lower) if v is not None] + [1e-9]))
-    ymax = tick * (math.floor(max(values + [v for v in (reference, lower) if v is not None] + [0.0]) / tick) + 1)
+    top_value = max(values + [v for v in (reference, lower) if v is not None] + [1e-9])
+    tick = _tick(top_value)
+    ymax = tick * (math.floor(top_value / tick) + 1)
+    if not math.isfinite(ymax):  # the round step above a figure near the largest float overflows
+        ymax, tick = top_value, top_value / 4
     width = max(left + step * len(columns) + 24, 480)
 
     def y(v: float) -> float:
@@ -84,6 +89,11 @@ def _dot(x: float, y, label: str, dot: Dot, unit: str) -> str:
         return (f'<path d="M{x - 4:.1f} {y0 - 4:.1f}l8 8m0 -8l-8 8" stroke="{FAIL}" stroke-width="2">'
                 f"{tip}</path>")
     return f'<circle cx="{x:.1f}" cy="{y(dot.value):.1f}" r="3.5" fill="{PASS if dot.ok else FAIL}">{tip}</circle>'
+
+
+def _finite(value: float | None) -> float | None:
+    """``value``, or None (drawn as not measured, a line left out) when it is not a finite number."""
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _tick(top: float) -> float:
@@ -117,6 +127,8 @@ def heatmap(cells: Mapping[tuple[int, int], float | None], unit: str, reference:
             lower: float | None = None, failing: frozenset[tuple[int, int]] = frozenset()) -> Markup:
     """A GPU x GPU heatmap of ``cells`` ({(source GPU, destination GPU): value in ``unit`` or None});
     ``failing`` the cells whose finding failed. Without a reference, colours scale to the largest cell."""
+    cells = {pair: _finite(v) for pair, v in cells.items()}
+    reference, lower = _finite(reference), _finite(lower)
     gpus = sorted({g for pair in cells for g in pair})
     size, left, top = 34, 40, 30
     side = left + size * len(gpus) + 8
@@ -135,7 +147,7 @@ def heatmap(cells: Mapping[tuple[int, int], float | None], unit: str, reference:
             parts.append(f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="{colour}"{edge}>'
                          f"<title>GPU{src} -&gt; GPU{dst}: {escape(number(value))} {escape(unit)}</title></rect>"
                          f'<text x="{x + size / 2}" y="{y + size / 2 + 4}" text-anchor="middle" font-size="9">'
-                         f"{'' if value is None else f'{value:.0f}'}</text>")
+                         f"{'' if value is None else escape(_short(f'{value:.0f}', 6))}</text>")
     return Markup("".join(parts) + "</svg>")
 
 
@@ -155,13 +167,15 @@ def trend(points: Sequence[tuple[str, float]], unit: str) -> Markup:
     """One metric across runs: ``points`` (run id, value in ``unit``), oldest first; the y axis spans
     the values' range (a flat series sits mid-height)."""
     width, height, pad = 320, 90, 14
+    points = [(run, v) for run, v in points if _finite(v) is not None]  # a non-finite figure is not plotted
     values = [v for _, v in points]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
-    span = (high - low) or 1.0
+    span = (high / 2 - low / 2) or 1.0  # halves: the span of -1e308 and 1e308 overflows a float
     step = (width - 2 * pad - 40) / max(len(points) - 1, 1)
 
     def xy(i: int, v: float) -> tuple[float, float]:
-        return pad + 40 + step * i, height - pad - (height - 2 * pad) * ((v - low) / span if high > low else 0.5)
+        fraction = (v / 2 - low / 2) / span if high > low else 0.5
+        return pad + 40 + step * i, height - pad - (height - 2 * pad) * fraction
 
     coords = [xy(i, v) for i, (_, v) in enumerate(points)]
     parts = [_open(width, height, f"trend of {len(points)} runs in {unit}"),

@@ -3,13 +3,17 @@
 Reads schema version 2 and the version-less reports written before the model existed
 (``burnin: {host: [rows]}``, ``profiles: {host: {name, overrides}}``, raw outputs as a list of
 ``raw/<host>/<check>[.<key>].txt`` paths). A malformed report raises ProvisionError naming
-the file and the key path.
+the file and the key path: a version 2 report is checked against the published schema
+(``report.schema.json``) before any of it is used, so that a type-confused one (a string where an
+object belongs, a number as a message, ``"false"`` as ``ok``) is refused, never read as a pass; a
+journal line is checked against the schema's result (``result_from_dict``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from provision.errors import ProvisionError
+from provision.results import schema
 from provision.results.model import (SCHEMA_VERSION, CheckResult, FailedTask, Finding, HostInstall, HostRecord,
                                      Outcome, RawOutput, Reference, RoleResult, Run, Scope)
 
@@ -21,6 +25,11 @@ def run_from_dict(data: Any, origin: str) -> Run:
     version = data.get("schema_version", 1)
     if version not in (1, SCHEMA_VERSION):
         raise ProvisionError(f"{origin}: schema_version {version!r}: this version reads 1 and {SCHEMA_VERSION}")
+    if version == SCHEMA_VERSION:
+        try:
+            schema.validate(data, origin)
+        except ValueError as exc:
+            raise ProvisionError(str(exc)) from None
     where = ""
     try:
         where = "hosts"
@@ -47,7 +56,9 @@ def finding_from_dict(row: dict) -> Finding:
         reference = Reference(value=value, lower=None if low is None else _fraction(low, value),
                               upper=None if high is None else _fraction(high, value), unit=row.get("unit", ""),
                               source=row.get("source", ""), params=row.get("params") or {})
-    return Finding(device=row["device"], metric=row["metric"], value=row.get("value"), ok=bool(row["ok"]),
+    if not isinstance(row["ok"], bool):  # bool("false") is True: a version 1 report is not schema-checked
+        raise TypeError(f"ok: {str(row['ok'])[:40]!r} is not true or false")
+    return Finding(device=row["device"], metric=row["metric"], value=row.get("value"), ok=row["ok"],
                    unit=row.get("unit", ""), reference=reference, expected=row.get("expected"),
                    fault=row.get("fault", ""), action=row.get("action", ""), detail=row.get("detail", ""),
                    host=row.get("host", ""))
@@ -58,7 +69,11 @@ def _fraction(bound: float, value: float) -> float:
 
 
 def result_from_dict(row: dict) -> CheckResult:
-    """One result row of report.json (or of the run's journal). Raises KeyError/ValueError/TypeError."""
+    """One result row of report.json (or of the run's journal), checked against the schema's result.
+    Raises KeyError/ValueError/TypeError."""
+    found = schema.result_problems(row)
+    if found:
+        raise ValueError(found[0])
     return _result(row)
 
 
