@@ -34,11 +34,11 @@ def shown(text: str) -> str:
 
 def refuse_empty(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Raise ProvisionError naming the first option or argument given an empty value (nothing but
-    spaces and commas)."""
+    spaces; a list of nothing, ``--limit ,``, is refused where it is read: ``provision.cli``)."""
     for action in _actions(parser, args):
         values = getattr(args, action.dest, None)
         for value in values if isinstance(values, list) else [values]:
-            if isinstance(value, str) and not value.strip(" ,\t\n"):
+            if isinstance(value, str) and not value.strip():
                 name = "/".join(action.option_strings) or action.metavar or action.dest
                 kind = "option" if action.option_strings else "argument"
                 raise ProvisionError(f"{name} {value!r}: an empty value (give one, or leave the {kind} out)")

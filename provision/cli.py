@@ -186,6 +186,14 @@ def _vault(args: argparse.Namespace) -> inventory.Vault:
     return inventory.Vault(ids=tuple(args.vault_id), password_files=tuple(args.vault_password_file))
 
 
+def _limit(value: str | None) -> list[str] | None:
+    """``--limit``'s hosts and groups; raises ProvisionError when it names none (``--limit ,`` is not every host)."""
+    found = _csv(value)
+    if found == []:
+        raise ProvisionError(f"--limit {value!r}: name at least one host or group")
+    return found
+
+
 def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
@@ -194,7 +202,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "install", "burnin"):
         local = _local(args)
         phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
-        return core.job(args.inventory, phases, limit=_csv(args.limit), tags=getattr(args, "tags", None),
+        return core.job(args.inventory, phases, limit=_limit(args.limit), tags=getattr(args, "tags", None),
                         only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
                         retry_failed=getattr(args, "retry_failed", None), progress=_say,
                         scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"),
@@ -209,7 +217,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "evaluate":
         return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args), progress=_say)
     if args.command == "inventory":
-        return core.inventory(args.inventory, _csv(args.limit), _vault(args), args.json, out=_say, err=_warn)
+        return core.inventory(args.inventory, _limit(args.limit), _vault(args), args.json, out=_say, err=_warn)
     if args.command == "checks":
         return core.list_checks(args.markdown, out=_say)
     if args.command == "parse":
@@ -217,7 +225,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "history":
         return _history(args)
     if args.command == "fabric":
-        return core.fabric(args.inventory, args.ibnetdiscover, args.json, _csv(args.limit), _vault(args),
+        return core.fabric(args.inventory, args.ibnetdiscover, args.json, _limit(args.limit), _vault(args),
                            out=_say, err=_warn)
     if args.command == "report":
         return _report(args)
@@ -252,7 +260,7 @@ def _forks(value: str | None) -> int | None:
 
 def _planning(args: argparse.Namespace) -> int:
     if args.command == "plan":
-        return core.plan(args.inventory, _csv(args.limit), _vault(args), args.gpus, args.profile, args.switch_radix,
+        return core.plan(args.inventory, _limit(args.limit), _vault(args), args.gpus, args.profile, args.switch_radix,
                          args.oversubscription, args.pue, args.node_power_W, out=_say, err=_warn)
     return core.merge(args.run_dirs, args.run_id, progress=_say)
 

@@ -20,6 +20,8 @@ SEPARATORS = "\u2028\u2029"
 
 
 def _escape(code: int) -> str:
+    if code == 0x0D:
+        return "\\r"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
