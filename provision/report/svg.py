@@ -99,7 +99,7 @@ def _finite(value: float | None) -> float | None:
 def _tick(top: float) -> float:
     """A round gridline step (1, 2 or 5 times a power of ten) giving about four steps up to ``top``."""
     raw = top / 4
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))  # a float: 10 ** 307 as an int overflows where it meets one
     return next(power * m for m in (1, 2, 5, 10) if power * m >= raw)
 
 

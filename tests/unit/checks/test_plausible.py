@@ -1,0 +1,116 @@
+"""Issue 21 cause 9: a measured figure beyond what the hardware can do is an error naming the value, the
+bound and its source (the profile's figures); Prometheus never exports +Inf for a figure; the HTML
+report's charts survive any finite or non-finite value and an infinite reference."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from provision import checks, profiles
+from provision.checks import plausible
+from provision.engine.verdict import verdict
+from provision.report import prometheus, svg
+from provision.results.model import CheckResult, Finding, HostRecord, Outcome, Reference, Run, Scope
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+H100 = profiles.for_host("h100-sxm5-80g-ndr", {}, "n1")
+HEALTHY = (DATA / "ib_write_bw" / "sim_h100_healthy.txt").read_text()
+
+
+def judge_ib(figure: str):
+    return verdict(checks.registry()["ib_write_bw"], ("n1",), Scope.NODE, H100,
+                   {"mlx5_0": HEALTHY.replace("395.75", figure), "mlx5_1": HEALTHY})
+
+
+@pytest.mark.parametrize("figure,shown", [("1.7e308", "1.7e+308"), ("9" * 60, "1e+60"),
+                                          ("800.01", "800.01")])
+def test_perftest_above_twice_the_hca_line_rate_is_an_error_naming_value_bound_and_source(figure, shown):
+    result = judge_ib(figure)
+    assert result.outcome is Outcome.ERROR, result.message
+    assert f"mlx5_0: bw_avg_Gbps = {shown} Gb/s, above 800 Gb/s" in result.message
+    assert "twice hca.rate_Gbps 400 Gb/s of profile h100-sxm5-80g-ndr" in result.message
+
+
+def test_twice_the_line_rate_itself_is_judged_as_usual():
+    assert judge_ib("800.00").outcome is Outcome.PASS
+    assert judge_ib("395.75").outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize("figure", ["inf", "nan", "1e999"])
+def test_a_non_finite_figure_is_an_error(figure):
+    result = judge_ib(figure)
+    assert result.outcome is Outcome.ERROR and not result.findings
+
+
+def test_the_ceilings_come_from_the_profiles_figures():
+    ref = Reference(1.0, None, None, "GB/s", "x", {})
+    def bound(check, metric, profile=H100):
+        return plausible.ceiling(check, Finding("d", metric, 1.0, True, "GB/s", ref), profile)
+    assert bound("nvbandwidth", "h2d_GBps")[0] == pytest.approx(32 * 16 * 128 / 130 / 8)  # Gen5 x16: 63.0 GB/s
+    assert bound("nvbandwidth", "d2d_GBps")[0] == pytest.approx(18 * 26.562)  # NVLink4: 478.1 GB/s
+    assert "gpu.nvlink of profile h100-sxm5-80g-ndr" in bound("nvbandwidth", "d2d_GBps")[1]
+    assert bound("nccl_allreduce", "busbw_GBps")[0] == pytest.approx(2 * 18 * 26.562)
+    rtx = profiles.for_host("rtx4090-pcie", {}, "n1")  # no NVLink: its PCIe Gen4 x16 link, 31.5 GB/s
+    assert bound("nvbandwidth", "d2d_GBps", rtx)[0] == pytest.approx(31.5, abs=0.1)
+    assert bound("storage", "write_bw_MiBps")[0] == 100.0  # no hardware figure: a hundred references
+
+
+def test_every_healthy_capture_of_every_profile_stays_below_its_ceilings():
+    """The simulated rack's healthy figures (provision/sim/figures.yaml, measured hardware) pass the bounds."""
+    import yaml
+
+    figures = yaml.safe_load((Path(plausible.__file__).parents[1] / "sim" / "figures.yaml").read_text())
+    names = {"nccl_allreduce_busbw_GBps": ("nccl_allreduce", "busbw_GBps"),
+             "nvbandwidth_d2d_GBps": ("nvbandwidth", "d2d_GBps"), "nvbandwidth_h2d_GBps": ("nvbandwidth", "h2d_GBps")}
+    checked = 0
+    for profile_name, rows in figures.items():
+        if profile_name not in profiles.names() or not isinstance(rows, dict):
+            continue
+        profile = profiles.load(profile_name)
+        for key, (check, metric) in names.items():
+            if key in rows:
+                found = plausible.ceiling(check, Finding("d", metric, rows[key], True, "GB/s"), profile)
+                assert found is not None and rows[key] <= found[0], (profile_name, key, found)
+                checked += 1
+    assert checked >= 9
+
+
+def test_a_negative_bandwidth_is_an_error():
+    f = Finding("mlx5_0", "bw_avg_Gbps", -5.0, False, "Gb/s")
+    assert plausible.beyond("ib_write_bw", [f], H100) == [
+        "mlx5_0: bw_avg_Gbps = -5 Gb/s, below 0 Gb/s: no Gb/s figure is negative"]
+
+
+def run_with(value: float, reference: float = 400.0) -> Run:
+    ref = Reference(reference, -0.05, None, "Gb/s", "test", {})
+    finding = Finding("mlx5_0", "bw_avg_Gbps", value, True, "Gb/s", ref)
+    return Run(run_id="r1", hosts={"n1": HostRecord("h100-sxm5-80g-ndr")},
+               results=[CheckResult("ib_write_bw", ("n1",), Outcome.PASS, "ok", findings=[finding])])
+
+
+@pytest.mark.parametrize("value", [1.7e308, math.inf, -math.inf, math.nan])
+def test_prometheus_never_exports_an_infinite_figure(value):
+    text = prometheus.text(run_with(value))
+    assert "Inf" not in text and "NaN" not in text
+    assert "ib_write_bandwidth_bytes_per_second" not in text  # 1.7e308 Gb/s in bytes/s overflows: left out
+
+
+@pytest.mark.parametrize("value", [1.7e308, -1.7e308, math.inf, -math.inf, math.nan, 5e-324, 0.0])
+@pytest.mark.parametrize("reference", [400.0, math.inf, math.nan, 1.7e308])
+def test_the_charts_survive_any_value_and_reference(value, reference):
+    column = svg.Column("n1", (svg.Dot("mlx5_0", value, True), svg.Dot("mlx5_1", 395.0, True)))
+    assert svg.strip([column], "Gb/s", reference, reference * 0.95).startswith("<svg")
+    assert svg.heatmap({(0, 1): value, (1, 0): 300.0}, "GB/s", reference, reference * 0.95).startswith("<svg")
+    assert svg.trend([("r1", value), ("r2", 396.0), ("r3", -1.7e308)], "Gb/s").startswith("<svg")
+
+
+def test_the_html_report_of_an_infinite_reference_and_an_impossible_value(tmp_path):
+    from provision.report import html
+    from provision.results.store import RunStore
+
+    rundir = RunStore(tmp_path).create("r1")
+    run = run_with(1.7e308, math.inf)
+    html.write(tmp_path / "report.html", run, rundir, None)
+    assert "<svg" in (tmp_path / "report.html").read_text()
