@@ -19,6 +19,9 @@ INPUT_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno
                           errno.EROFS, errno.ELOOP})
 
 
+OWN_CHECK = ("inventory",)  # refused where it is resolved, with its own words (provision.inventory)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose usage errors are one line, cut and made visible (argparse echoes the
     value given); exit 2 as argparse's own."""
@@ -36,6 +39,8 @@ def refuse_empty(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     """Raise ProvisionError naming the first option or argument given an empty value (nothing but
     spaces; a list of nothing, ``--limit ,``, is refused where it is read: ``provision.cli``)."""
     for action in _actions(parser, args):
+        if action.dest in OWN_CHECK:
+            continue
         values = getattr(args, action.dest, None)
         for value in values if isinstance(values, list) else [values]:
             if isinstance(value, str) and not value.strip():
