@@ -2,8 +2,8 @@
 
 Exit statuses (``provision.errors.ExitStatus``): 0 every node passed, 1 some node failed or
 errored, 2 bad usage or bad input (one line naming file, host and field), 3 the
-orchestration itself broke, 4 a program is missing, 5 a result file could not be written.
-``--traceback`` re-raises for debugging.
+orchestration itself broke, 4 a program is missing, 5 a result file could not be written, 6 hosts taken
+by another run. ``--traceback`` re-raises for debugging.
 """
 from __future__ import annotations
 
@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument("-v", "--verbose", action="store_true", help="a line per host and job (default: a line per "
                        "check and per role, redrawn on a terminal, at most every 30 s in a log)")
         c.add_argument("--forks", metavar="N", help="work on at most N hosts at once (default: every host)")
+        c.add_argument("--wait", nargs="?", const="3600", metavar="SECONDS", help="when another run holds some of "
+                       "the hosts, wait up to SECONDS (default 3600) for them instead of refusing (exit 6)")
     _plan_parser(sub)
     mer = sub.add_parser("merge", help="join the runs of a sharded job (--shard K/N) into one run: report, JUnit, "
                          "raw outputs, drain.txt; exit as the job's")
@@ -211,7 +213,7 @@ def _dispatch(args: argparse.Namespace) -> int:
                         force=getattr(args, "force", False), shard=args.shard, shard_by=args.shard_by,
                         local=local, host_name=getattr(args, "host", None), profile=getattr(args, "profile", None),
                         verbose=args.verbose, live=sys.stdout.isatty(),
-                        forks=_forks(args.forks))
+                        forks=_forks(args.forks), wait=_wait(args.wait))
     if args.command in ("plan", "merge"):
         return _planning(args)
     if args.command == "evaluate":
@@ -256,6 +258,15 @@ def _forks(value: str | None) -> int | None:
     if not value.strip().isascii() or not value.strip().isdigit() or int(value) < 1:
         raise ProvisionError(f"--forks {value!r}: must be a whole number of hosts, 1 or more")
     return int(value)
+
+
+def _wait(value: str | None) -> float | None:
+    """``--wait [SECONDS]``: a whole number of seconds, 1 to a week; None when not given. Raises ProvisionError."""
+    if value is None:
+        return None
+    if not value.strip().isascii() or not value.strip().isdigit() or not 1 <= int(value) <= 7 * 24 * 3600:
+        raise ProvisionError(f"--wait {value[:40]!r}: a whole number of seconds, 1 to 604800 (a week)")
+    return float(value)
 
 
 def _planning(args: argparse.Namespace) -> int:

@@ -18,13 +18,14 @@ from provision import inventory as inv
 from provision import checks, profiles
 from provision.checks import references
 from provision.engine import burnin as burnin_engine
+from provision.engine import hostlock
 from provision.engine.control import Control, stopping_on_signals
 from provision.engine.reevaluate import reevaluate
 from provision.engine.local import LocalTransport
 from provision.engine.ssh import SshTransport
 from provision.errors import ExitStatus, OutputError, ProfileError, ProvisionError, not_written
 from provision.inventory import listing
-from provision.report import junit, summary
+from provision.report import hostlist, junit, summary
 from provision.report import progress as progress_view
 from provision.report import html as html_report
 from provision.report import prometheus
@@ -45,7 +46,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
         drain: str | None = None, resume_passed: bool = False, force: bool = False,
         shard: str | None = None, shard_by: str | None = None, local: bool = False, host_name: str | None = None,
         profile: str | None = None, verbose: bool = False, live: bool = False,
-        forks: int | None = None) -> ExitStatus:
+        forks: int | None = None, wait: float | None = None) -> ExitStatus:
     """Run ``phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of one or
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
@@ -57,7 +58,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     of this machine, no SSH (``_local``: ``host_name``, ``profile``). While it runs, the console shows a
     line per check and per role (``provision.report.progress``: ``live`` redraws them on a terminal), a
     line per host and job with ``verbose``. ``forks`` is the most hosts worked on at once (None: every
-    host at once)."""
+    host at once). The hosts are taken first (``_take_hosts``); ``wait`` seconds: how long to wait for
+    hosts another run holds (None: refuse at once, HostsBusy)."""
     _drain_options(drain, resume_passed)
     _known_checks(only_checks)
     if "burnin" in phases and not (local and history is None):
@@ -78,6 +80,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     if check_set is not None:
         only_checks = _check_set(check_set, hosts, only_checks)
     rundir = RunStore(paths.RUNS).create(run_id, warn=progress)
+    held = _take_hosts(hosts, phases, rundir, local, wait, progress)
     run = Run(run_id=rundir.name, inventory=label, phases=list(phases), started=_now(),
               hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
                      for h in hosts})
@@ -91,8 +94,9 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
                 hosts = _install(inventory, hosts, rundir, run, tags, control, forks)
                 rundir.save(run)
             if "burnin" in phases and hosts and not control.stop.is_set():
-                _burnin(hosts, rundir, run, only_checks, control, scope, schedule, local, forks)
+                _burnin(hosts, rundir, run, only_checks, control, scope, schedule, local, forks, held)
         finally:
+            held.release()
             run.finished = _now()
             _outputs(phases, rundir, run, progress, unwritten)  # before the history, which may be slow or fail
             if "burnin" in phases and run.results and not (local and history is None):  # see _local
@@ -135,6 +139,31 @@ def _remembered(phases, rundir: RunDir, run: Run, history: str | None, progress,
     _remember(run, rundir, history, progress)
     if len(run.results) > found:
         _outputs(phases, rundir, run, progress, unwritten)
+
+
+def _take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, progress) -> hostlock.Held:
+    """Take the hosts for the run in ``rundir`` (``provision.engine.hostlock``): their controller locks, then,
+    for a burn-in, their node locks (over SSH, the connections kept for the burn-in; in-process with ``local``).
+    Raises HostsBusy (exit 6) naming the runs that hold some and those hosts, after ``wait`` seconds, having
+    removed the run's folder (still empty: a refused run leaves nothing)."""
+    line = json.dumps(hostlock.holder(rundir.name, phases))
+    names = [h.name for h in hosts]
+    held = hostlock.Held()
+    try:
+        held = hostlock.take_controller(paths.RUNS / hostlock.LOCKS, names, line, wait or 0.0, hostlist.fold,
+                                        progress)
+        if "burnin" in phases and local:
+            hostlock.take_local(line, hostlist.fold, names[0], held)
+        elif "burnin" in phases:
+            hostlock.mark_nodes(hosts, SshTransport(), line, wait or 0.0, hostlist.fold, progress, held)
+    except BaseException:
+        held.release()
+        try:
+            rundir.path.rmdir()
+        except OSError:
+            pass
+        raise
+    return held
 
 
 def _known_checks(only_checks: list[str] | None) -> None:
@@ -336,7 +365,8 @@ SAVE_SHARE = 10  # ... and at most once per this many times its last save took (
 
 
 def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scope: str = "all",
-            schedule: str = "quick", local: bool = False, forks: int | None = None) -> None:
+            schedule: str = "quick", local: bool = False, forks: int | None = None,
+            held: hostlock.Held | None = None) -> None:
     """Burn in ``hosts``; each result is journaled as it ends, and report.json refreshed."""
     started, saved = time.monotonic(), [0.0, 0.0]  # when report.json was last saved, how long that took
     control.progress(f"burnin: {len(hosts)} hosts")
@@ -362,7 +392,7 @@ def _burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scop
     run.results = []
     keeping(lambda: rundir.begin(run))  # the journal alone can rebuild the run (RunDir.load)
     procedure: dict = {}
-    transport = LocalTransport() if local else SshTransport()
+    transport = hostlock.Reusing(LocalTransport() if local else SshTransport(), held or hostlock.Held())
     ordered = burnin_engine.run(hosts, run.hosts, rundir, transport, only_checks, control, record,
                                 scope=scope, schedule_name=schedule, cluster_out=procedure, forks=forks)
     run.results = ordered

@@ -22,6 +22,7 @@ class ExitStatus(enum.IntEnum):
     MISSING_PROGRAM: a program this machine must run is not installed (provision/external.py).
     NOT_WRITTEN: a result file could not be written (full disk, read-only file system, no
     permission); each such file is named in one line, and the file it would replace is kept.
+    BUSY: some of the hosts are taken by another install or burn-in (provision/engine/hostlock.py).
     INTERRUPTED, TERMINATED: stopped by SIGINT or SIGTERM (128 + the signal, as shells report
     it), after writing the results gathered so far.
     """
@@ -32,6 +33,7 @@ class ExitStatus(enum.IntEnum):
     RUNNER = 3
     MISSING_PROGRAM = 4
     NOT_WRITTEN = 5
+    BUSY = 6
     INTERRUPTED = 130
     TERMINATED = 143
 

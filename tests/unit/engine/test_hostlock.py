@@ -1,0 +1,224 @@
+"""Hosts taken by a run (issue 21, cause 10): a second install or burn-in on some of the same hosts refuses in
+one line naming the run that holds them and those hosts (exit 6), or waits with --wait; a holder that died
+holds nothing (the kernel drops its flock), on the controller and on the node."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from provision import cli, core, paths
+from provision.engine import hostlock
+from provision.engine.local import LocalProcess
+from provision.errors import ExitStatus
+from provision.report.hostlist import fold
+from provision.runner import ansible
+from provision.runner.ansible import PlaybookResult
+
+DATA = paths.ROOT / "tests" / "data" / "inventories"
+HOMELAB = str(DATA / "homelab")
+VAULT = ("--vault-password-file", str(DATA / "homelab-vault-password.txt"))
+
+
+def line(run: str) -> str:
+    return json.dumps(hostlock.holder(run, ["burnin"]))
+
+
+def test_a_second_run_on_overlapping_hosts_is_refused_naming_the_run_and_the_hosts(tmp_path) -> None:
+    said: list[str] = []
+    first = hostlock.take_controller(tmp_path, ["n1", "n2", "n3"], line("nightly-1"), 0, fold, said.append)
+    with pytest.raises(hostlock.HostsBusy) as refused:
+        hostlock.take_controller(tmp_path, ["n3", "n2", "n4"], line("op-2"), 0, fold, said.append)
+    message = str(refused.value)
+    assert message.startswith("n[2-3] taken by run nightly-1 (controller ")
+    assert f"pid {os.getpid()}" in message and "not starting" in message and "\n" not in message
+    assert refused.value.exit_status == ExitStatus.BUSY == 6
+    other = hostlock.take_controller(tmp_path, ["n4", "n5"], line("op-3"), 0, fold, said.append)  # disjoint: fine
+    assert sorted(other.files) == ["n4", "n5"]  # n4 was not kept by the refused run
+    first.release()
+    again = hostlock.take_controller(tmp_path, ["n3", "n2"], line("op-2"), 0, fold, said.append)
+    assert sorted(again.files) == ["n2", "n3"] and said == []
+    again.release(), other.release()
+
+
+def test_wait_says_so_once_then_takes_the_hosts_when_they_are_let_go(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(hostlock, "POLL_S", 0.01)
+    first = hostlock.take_controller(tmp_path, ["n1"], line("nightly-1"), 0, fold, print)
+    said: list[str] = []
+
+    def say(text: str) -> None:  # the first holder ends as soon as the second says it waits
+        said.append(text)
+        first.release()
+
+    second = hostlock.take_controller(tmp_path, ["n1"], line("op-2"), 3600, fold, say)
+    assert len(said) == 1 and "n1 taken by run nightly-1" in said[0] and "waiting up to 3600 s (--wait)" in said[0]
+    assert list(second.files) == ["n1"]
+    second.release()
+
+
+def test_wait_is_bounded(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(hostlock, "POLL_S", 0.01)
+    first = hostlock.take_controller(tmp_path, ["n1"], line("nightly-1"), 0, fold, print)
+    with pytest.raises(hostlock.HostsBusy, match=r"n1 taken by run nightly-1 .*not starting \(waited 0 s\)"):
+        hostlock.take_controller(tmp_path, ["n1"], line("op-2"), 0.05, fold, lambda _text: None)
+    first.release()
+
+
+HOLD = """
+import json, sys
+from provision.engine import hostlock
+line = json.dumps(hostlock.holder(sys.argv[2], ["burnin"]))
+held = hostlock.take_controller(__import__("pathlib").Path(sys.argv[1]), ["n1", "n2"], line, 0, str, print)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_holder_in_another_process_refuses_until_it_dies_and_then_holds_nothing(tmp_path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path), "nightly-1"], cwd=paths.ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        with pytest.raises(hostlock.HostsBusy, match=rf"n2 taken by run nightly-1 .*pid {proc.pid}"):
+            hostlock.take_controller(tmp_path, ["n2"], line("op-2"), 0, fold, print)
+        proc.send_signal(signal.SIGKILL)  # a controller killed: no clean-up ran, its text stays in the file
+        proc.wait()
+        assert "nightly-1" in (tmp_path / "n2.lock").read_text()
+        taken = hostlock.take_controller(tmp_path, ["n2"], line("op-2"), 0, fold, print)
+        assert "op-2" in (tmp_path / "n2.lock").read_text()
+        taken.release()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+class _KeeperProcess(LocalProcess):
+    """The keeper as a node runs it: its stdin is the SSH channel, which ``close`` shuts (sshd closing the pipe)."""
+
+    def close(self):
+        if self.popen.stdin:
+            self.popen.stdin.close()
+        self.popen.wait(timeout=30)
+        return super().close()
+
+
+class _Node:
+    """A fake connection to a node whose /run/provision is a folder of its own under tmp."""
+
+    def __init__(self, host, root):
+        self.host, self.root, self.procs = host, root, []
+
+    def start(self, argv, timeout_s):
+        argv = list(argv)
+        argv[4] = str(self.root / self.host.name)  # the node's own NODE_DIR
+        popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(popen)
+        return _KeeperProcess(popen, argv, timeout_s)
+
+    def run(self, argv, timeout_s):
+        return self.start(argv, timeout_s).wait()
+
+    def close(self):
+        pass
+
+
+class _Transport:
+    def __init__(self, root):
+        self.root, self.nodes = root, {}
+
+    def connect(self, host):
+        return self.nodes.setdefault(host.name, _Node(host, self.root))
+
+
+class _Host:
+    def __init__(self, name):
+        self.name = name
+
+
+def test_node_locks_a_second_controller_sees_and_that_end_with_the_connection(tmp_path) -> None:
+    hosts = [_Host(f"gpu{i:02d}") for i in range(1, 4)]
+    a, b = _Transport(tmp_path), _Transport(tmp_path)  # two controllers, the same nodes
+    first = hostlock.Held()
+    hostlock.mark_nodes(hosts[:2], a, line("nightly-1"), 0, fold, print, first)
+    assert sorted(first.keepers) == ["gpu01", "gpu02"]
+    assert "nightly-1" in (tmp_path / "gpu01" / "holder").read_text()
+    second = hostlock.Held()
+    with pytest.raises(hostlock.HostsBusy, match=r"^gpu02 taken by run nightly-1 \(controller .*not starting"):
+        hostlock.mark_nodes(hosts[1:], b, line("op-2"), 0, fold, print, second)
+    assert second.keepers == {} and second.conns == {}  # gpu03's lock, taken meanwhile, was let go
+    first.release()  # the connection closes: each keeper removes its holder and drops the lock
+    assert not (tmp_path / "gpu01" / "holder").exists()
+    hostlock.mark_nodes(hosts[1:], b, line("op-2"), 0, fold, print, second)
+    assert sorted(second.keepers) == ["gpu02", "gpu03"]
+    keeper = b.nodes["gpu02"].procs[-1]
+    keeper.stdin.close()  # the controller killed (kill -9, no release ran): sshd closes the channel's pipe
+    keeper.wait(timeout=60)
+    third = hostlock.Held()
+    hostlock.mark_nodes(hosts[1:2], _Transport(tmp_path), line("op-3"), 0, fold, print, third)
+    assert list(third.keepers) == ["gpu02"]
+    third.release(), second.release()
+
+
+def test_a_node_that_cannot_keep_a_lock_is_said_and_burned_in_unmarked(tmp_path) -> None:
+    blocker = tmp_path / "gpu01"
+    blocker.write_text("a file where the lock folder should be")
+    said: list[str] = []
+    held = hostlock.Held()
+    hostlock.mark_nodes([_Host("gpu01")], _Transport(tmp_path), line("op"), 0, fold, said.append, held)
+    assert held.keepers == {} and len(said) == 1
+    assert said[0].startswith("provision: warning: host gpu01: no node lock (")
+    assert list(hostlock.Reusing(_Transport(tmp_path), held).held.conns) == ["gpu01"]  # kept for the burn-in
+    held.release()
+
+
+def test_burnin_local_takes_this_machines_node_lock(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PROVISION_NODE_LOCK_DIR", str(tmp_path / "run"))
+    first = hostlock.Held()
+    hostlock.take_local(line("slurm-7"), fold, "gpu01", first)
+    with pytest.raises(hostlock.HostsBusy, match=r"^gpu01 taken by run slurm-7 "):
+        hostlock.take_local(line("op-2"), fold, "gpu01", hostlock.Held())
+    first.release()
+    assert not (tmp_path / "run" / "holder").exists()
+    again = hostlock.Held()
+    hostlock.take_local(line("op-2"), fold, "gpu01", again)
+    again.release()
+
+
+def test_two_installs_in_one_process_the_second_refused_before_touching_anything(tmp_path, monkeypatch, capsys):
+    """Two jobs on the homelab's GPU node: while the first is in its install, the second (started from inside
+    it) exits 5 naming it, makes no run folder and never calls Ansible; once the first has ended the node is
+    free. The second is refused before it would install its signal handlers, so a thread can run it."""
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    playbooks, second = [], {}
+
+    def job_two() -> None:
+        second["status"] = cli.main(["install", "-i", HOMELAB, *VAULT, "--run-id", "r-second"])
+
+    def playbook(*args, **kwargs):
+        playbooks.append(kwargs.get("limit"))
+        if len(playbooks) == 1:
+            thread = threading.Thread(target=job_two)
+            thread.start()
+            thread.join(300)
+        return PlaybookResult("site.yml", 0, "successful", {}, "ansible/artifacts/x")
+
+    monkeypatch.setattr(ansible, "run_playbook", playbook)
+    assert cli.main(["install", "-i", HOMELAB, *VAULT, "--run-id", "r-first"]) == ExitStatus.NODE_FAILED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert second["status"] == ExitStatus.BUSY
+    assert err[-1].startswith("provision: error: gpubox taken by run r-first (controller ")
+    assert playbooks == [["gpubox"]] and not (tmp_path / "r-second").exists()
+    assert core.job([HOMELAB], ("install",), run_id="r-third", vault=core.inv.Vault(password_files=(VAULT[1],)),
+                    progress=lambda *_: None) == ExitStatus.NODE_FAILED  # taken and installed (the fake: nothing)
+    assert playbooks == [["gpubox"], ["gpubox"]]
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "", "x", "604801"])
+def test_wait_takes_whole_seconds_only(value, capsys) -> None:
+    assert cli.main(["install", "-i", HOMELAB, *VAULT, "--wait", value]) == ExitStatus.BAD_INPUT
+    assert "--wait" in capsys.readouterr().err
