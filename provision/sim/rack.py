@@ -439,8 +439,10 @@ def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path)
     return SimNode(name, address, pid1)
 
 
-def _child_pid(parent: int, timeout_s: float = 5.0) -> int:
-    """The node's PID 1: the child ``unshare --fork`` made."""
+def _child_pid(parent: int, timeout_s: float = 60.0) -> int:
+    """The node's PID 1: the child ``unshare --fork`` made. The bound only catches a hang: at load
+    100 on 2 cores (a 1,024-node rack starting beside other work) ``unshare`` took more than 5 s to
+    be scheduled and fork, and the rack failed to start."""
     deadline = time.monotonic() + timeout_s
     children = Path(f"/proc/{parent}/task/{parent}/children")
     while time.monotonic() < deadline:
