@@ -14,8 +14,9 @@ error says which value, which bound and why:
   Gen6 FLIT counted as 1), over 8 bits.
 - Device to device copies (``d2d_GBps``): the GPU's NVLink, ``gpu.nvlink.links`` x ``speed_GBps`` (one
   direction), or its PCIe peak when it has no NVLink.
-- NCCL bus bandwidth (``busbw_GBps``): twice that GPU bandwidth: busbw counts the traffic of a ring
-  (nccl-tests doc/PERFORMANCE.md), and a reduction in the switch (NVLink SHARP) at most halves it.
+- NCCL bus bandwidth (``busbw_GBps``) on NVLink: twice the NVLink bandwidth: busbw counts the traffic of
+  a ring (nccl-tests doc/PERFORMANCE.md), and a reduction in the switch (NVLink SHARP) at most halves it;
+  without NVLink, the bound of a metric with no hardware peak (below).
 - Any other measured metric with a reference (storage, the stress test's Gflop/s): a hundred times the
   reference's value, the profile having no hardware peak for it.
 
@@ -63,8 +64,8 @@ def ceiling(check: str, finding: Finding, profile) -> tuple[float, str] | None:
     path = nvlink or pcie
     if metric == "d2d_GBps" and path:
         return path
-    if metric == "busbw_GBps" and path:
-        return 2 * path[0], f"twice {path[1]}: NVLink SHARP at most halves a ring's traffic"
+    if metric == "busbw_GBps" and nvlink:  # without NVLink: the reference's bound below (NCCL may stage on the host)
+        return 2 * nvlink[0], f"twice {nvlink[1]}: NVLink SHARP at most halves a ring's traffic"
     if finding.reference is not None and finding.reference.value > 0:
         value = finding.reference.value
         return REFERENCE_TIMES * value, (f"{REFERENCE_TIMES} times the reference {value:g} {finding.unit} of profile "

@@ -54,6 +54,7 @@ def test_the_ceilings_come_from_the_profiles_figures():
     assert bound("nccl_allreduce", "busbw_GBps")[0] == pytest.approx(2 * 18 * 26.562)
     rtx = profiles.for_host("rtx4090-pcie", {}, "n1")  # no NVLink: its PCIe Gen4 x16 link, 31.5 GB/s
     assert bound("nvbandwidth", "d2d_GBps", rtx)[0] == pytest.approx(31.5, abs=0.1)
+    assert bound("nccl_allreduce", "busbw_GBps", rtx)[0] == 100.0  # no NVLink: a hundred references
     assert bound("storage", "write_bw_MiBps")[0] == 100.0  # no hardware figure: a hundred references
 
 
@@ -71,7 +72,8 @@ def test_every_healthy_capture_of_every_profile_stays_below_its_ceilings():
         profile = profiles.load(profile_name)
         for key, (check, metric) in names.items():
             if key in rows:
-                found = plausible.ceiling(check, Finding("d", metric, rows[key], True, "GB/s"), profile)
+                finding = Finding("d", metric, rows[key], True, "GB/s", profile.reference(check, metric))
+                found = plausible.ceiling(check, finding, profile)
                 assert found is not None and rows[key] <= found[0], (profile_name, key, found)
                 checked += 1
     assert checked >= 9
