@@ -17,8 +17,9 @@ error says which value, which bound and why:
 - NCCL bus bandwidth (``busbw_GBps``) on NVLink: twice the NVLink bandwidth: busbw counts the traffic of
   a ring (nccl-tests doc/PERFORMANCE.md), and a reduction in the switch (NVLink SHARP) at most halves it;
   without NVLink, the bound of a metric with no hardware peak (below).
-- Any other measured metric with a reference (storage, the stress test's Gflop/s): a hundred times the
-  reference's value, the profile having no hardware peak for it.
+- Any other measured rate with a reference (storage, the stress test's Gflop/s): a hundred times the
+  reference's value, the profile having no hardware peak for it. Counts and temperatures get no ceiling:
+  1,500 correctable ECC errors against a limit of 10 are a failure of the node, not an implausible tool.
 
 A bandwidth, rate or throughput below zero is impossible too. Non-finite values are refused before
 this (``provision.engine.verdict``).
@@ -66,7 +67,7 @@ def ceiling(check: str, finding: Finding, profile) -> tuple[float, str] | None:
         return path
     if metric == "busbw_GBps" and nvlink:  # without NVLink: the reference's bound below (NCCL may stage on the host)
         return 2 * nvlink[0], f"twice {nvlink[1]}: NVLink SHARP at most halves a ring's traffic"
-    if finding.reference is not None and finding.reference.value > 0:
+    if finding.unit in RATES and finding.reference is not None and finding.reference.value > 0:
         value = finding.reference.value
         return REFERENCE_TIMES * value, (f"{REFERENCE_TIMES} times the reference {value:g} {finding.unit} of profile "
                                          f"{name} (references.{check}.{metric}; no hardware peak for it)")

@@ -116,3 +116,12 @@ def test_the_html_report_of_an_infinite_reference_and_an_impossible_value(tmp_pa
     run = run_with(1.7e308, math.inf)
     html.write(tmp_path / "report.html", run, rundir, None)
     assert "<svg" in (tmp_path / "report.html").read_text()
+
+
+def test_a_count_far_beyond_its_limit_is_a_failure_not_an_implausible_figure():
+    """Only rates get the hundred-references ceiling: a count or a temperature has no hardware peak."""
+    count = Finding("GPU0", "sbe_count", 1500, False, "", Reference(10.0, None, 0.0, "", "limit"))
+    temperature = Finding("GPU0", "temp_C", 9000, False, "C", Reference(85.0, None, 0.0, "C", "limit"))
+    assert plausible.ceiling("gpu_health", count, None) is None
+    assert plausible.ceiling("gpu_health", temperature, None) is None
+    assert plausible.beyond("gpu_health", [count, temperature], None) == []
