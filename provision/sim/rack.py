@@ -435,7 +435,14 @@ def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path)
             str(node_dir / "merged"), name]
     with open(log_path, "ab") as out:
         proc = external.popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
-    pid1 = _child_pid(proc.pid)
+    try:
+        pid1 = _child_pid(proc.pid)
+    except RunnerError:
+        # not registered in the rack, so `sim down` would never stop it: its sshd kept the address
+        # and the next rack on it was refused ("something already listens")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     return SimNode(name, address, pid1)
 
 
