@@ -133,12 +133,7 @@ def take_controller(folder: Path, hosts: list[str], line: str, wait_s: float, fo
             held.files[host] = fd
         if not busy:
             return held
-        if time.monotonic() >= deadline:
-            held.release()
-            raise HostsBusy(refusal(busy, fold, wait_s))
-        if not said:
-            say(f"provision: {waiting(busy, fold)}; waiting up to {wait_s:.0f} s (--wait)")
-            said = True
+        said = _wait_turn(busy, deadline, said, held, fold, wait_s, say)
         time.sleep(POLL_S)
 
 
@@ -160,14 +155,21 @@ def mark_nodes(hosts: list, transport, line: str, wait_s: float, fold: Callable,
                         "only this controller's lock keeps other runs off it")
             if not busy:
                 return
-            if time.monotonic() >= deadline:
-                held.release()
-                raise HostsBusy(refusal(busy, fold, wait_s))
-            if not said:
-                say(f"provision: {waiting(busy, fold)}; waiting up to {wait_s:.0f} s (--wait)")
-                said = True
+            said = _wait_turn(busy, deadline, said, held, fold, wait_s, say)
             todo = [h for h in hosts if h.name in {n for names in busy.values() for n in names}]
             time.sleep(POLL_S)
+
+
+def _wait_turn(busy: dict[str, list[str]], deadline: float, said: bool, held: Held, fold: Callable, wait_s: float,
+               say) -> bool:
+    """One more turn of waiting for ``busy`` hosts: past ``deadline`` release ``held`` and raise HostsBusy;
+    else say the wait once (returns True: said)."""
+    if time.monotonic() >= deadline:
+        held.release()
+        raise HostsBusy(refusal(busy, fold, wait_s))
+    if not said:
+        say(f"provision: {waiting(busy, fold)}; waiting up to {wait_s:.0f} s (--wait)")
+    return True
 
 
 def _mark(host, transport, line: str, held: Held) -> tuple[str, str] | None:
