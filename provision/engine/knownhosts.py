@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import os
@@ -61,6 +62,37 @@ def _stamp(path: str) -> tuple[int, int]:
 
 
 _cache: dict[str, tuple[tuple[int, int], list[Entry]]] = {}
+# Per file (as cached above): {lower-case literal name: [line positions]} for lines whose patterns are
+# plain names, and the positions of the rest (wildcards, negations, hashed names), checked one by one.
+_index: dict[str, tuple[list[Entry], dict[str, list[int]], list[int]]] = {}
+
+
+def matching(name: str, files: tuple[str, ...]) -> list[Entry]:
+    """The lines of ``files`` whose patterns match ``name`` (``matches``), in file and line order.
+
+    A cluster's known_hosts holds a line per node: scanning it for every node was quadratic, and each
+    line's patterns became a regular expression compiled again once ``re``'s cache of 512 was full (at
+    1,024 nodes most of the controller's CPU went there, measured with py-spy). Plain names are looked
+    up in a dict built once per file; only wildcard, negated and hashed lines are matched one by one."""
+    out = []
+    for f in files:
+        entries = load((f,))
+        cached = _index.get(os.path.abspath(f))
+        if cached is None or cached[0] is not entries:
+            exact: dict[str, list[int]] = {}
+            rest = []
+            for i, e in enumerate(entries):
+                parts = e.patterns.lower().split(",")
+                if e.patterns.startswith("|") or any(c in e.patterns for c in "*?!"):
+                    rest.append(i)
+                else:
+                    for part in dict.fromkeys(parts):
+                        exact.setdefault(part, []).append(i)
+            cached = _index[os.path.abspath(f)] = (entries, exact, rest)
+        positions = set(cached[1].get(name.lower(), ()))
+        positions.update(i for i in cached[2] if entries[i].matches(name))
+        out += [entries[i] for i in sorted(positions)]
+    return out
 
 
 def _load_file(path: str, mtime_ns: int, size: int) -> list[Entry]:
@@ -99,19 +131,23 @@ def matches(patterns: str, name: str) -> bool:
         return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), digest)
     found = False
     for pattern in patterns.lower().split(","):
-        negated = pattern.startswith("!")
-        regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern.lstrip("!"))
-        if re.fullmatch(regex, name.lower()):
-            if negated:
+        if _compiled(pattern.lstrip("!")).fullmatch(name.lower()):
+            if pattern.startswith("!"):
                 return False
             found = True
     return found
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> re.Pattern:
+    """A known_hosts pattern (``*``, ``?``) as a regular expression, compiled once."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
+
+
 def preferred_types(name: str, files: tuple[str, ...]) -> tuple[str, ...]:
     """Host key algorithms to ask for first: certificates when a CA is trusted for ``name``, then
     the types known_hosts holds for it (OpenSSH orders HostKeyAlgorithms the same way)."""
-    entries = [e for e in load(files) if e.matches(name)]
+    entries = matching(name, files)
     first = []
     if any(e.marker == "@cert-authority" for e in entries):
         first += [f"{t}{CERT_SUFFIX}" for t in ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
@@ -124,7 +160,7 @@ def preferred_types(name: str, files: tuple[str, ...]) -> tuple[str, ...]:
 
 def check(key: paramiko.PKey, name: str, principal: str, files: tuple[str, ...]) -> None:
     """Accept ``key`` (as the server presented it) for ``name`` or raise HostKeyRefused."""
-    entries = [e for e in load(files) if e.matches(name)]
+    entries = matching(name, files)
     blob = key.public_blob
     plain_type, plain = key.get_name(), key.asbytes()
     for e in entries:

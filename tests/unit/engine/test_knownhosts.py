@@ -108,3 +108,40 @@ def test_certificate_without_a_ca_line_falls_back_to_the_plain_key(tmp_path, key
     """OpenSSH retries a certificate no CA vouches for as its plain key."""
     cert = _sign(keys["ca"], keys["host"], "-h", "-n", "127.0.1.1")
     knownhosts.check(cert, "127.0.1.1", "127.0.1.1", _known(tmp_path, "127.0.1.1 " + " ".join(_pub(keys["host"]))))
+
+
+def test_matching_lines_are_those_each_line_s_patterns_match(tmp_path):
+    """knownhosts.matching (a dict for plain names, one by one for the rest) finds exactly the lines
+    that matches() finds, in file order, for plain, listed, wildcard, negated, bracketed and hashed names."""
+    import base64
+    import hashlib
+    import hmac
+
+    salt = b"0123456789abcdefghij"
+    hashed = "|1|%s|%s" % (base64.b64encode(salt).decode(),
+                           base64.b64encode(hmac.new(salt, b"node7", hashlib.sha1).digest()).decode())
+    blob = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+    lines = ["node1 ssh-ed25519 " + blob, "Node2,node3 ssh-ed25519 " + blob, "node* ssh-ed25519 " + blob,
+             "*,!node5 ssh-ed25519 " + blob, "[127.0.0.9]:2222 ssh-ed25519 " + blob, hashed + " ssh-ed25519 " + blob,
+             "@cert-authority node? ssh-ed25519 " + blob, "@revoked node3 ssh-ed25519 " + blob,
+             "node1 ssh-ed25519 " + blob]
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.write_text("\n".join(lines[:5]) + "\n")
+    second.write_text("\n".join(lines[5:]) + "\n")
+    files = (str(first), str(second))
+    for name in ("node1", "NODE2", "node3", "node5", "node7", "node12", "[127.0.0.9]:2222", "other", "node"):
+        expected = [e for e in knownhosts.load(files) if e.matches(name)]
+        assert knownhosts.matching(name, files) == expected, name
+    assert [e.where[-1] for e in knownhosts.matching("node3", files)] == ["2", "3", "4", "2", "3"]
+
+
+def test_plain_names_are_looked_up_not_scanned(tmp_path, monkeypatch):
+    """A known_hosts of 2,000 nodes: finding one node's line matches no other line's patterns."""
+    blob = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+    path = tmp_path / "known_hosts"
+    path.write_text("".join(f"node{i:04d} ssh-ed25519 {blob}\n" for i in range(2000)))
+    calls = []
+    real = knownhosts.matches
+    monkeypatch.setattr(knownhosts, "matches", lambda patterns, name: calls.append(patterns) or real(patterns, name))
+    [found] = knownhosts.matching("node1234", (str(path),))
+    assert found.patterns == "node1234" and calls == []
