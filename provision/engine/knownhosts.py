@@ -76,8 +76,9 @@ def matching(name: str, files: tuple[str, ...]) -> list[Entry]:
     up in a dict built once per file; only wildcard, negated and hashed lines are matched one by one."""
     out = []
     for f in files:
-        entries = load((f,))
-        cached = _index.get(os.path.abspath(f))
+        path = os.path.abspath(f)
+        entries = _load_file(path, *_stamp(f))  # the cached list itself while the file is unchanged
+        cached = _index.get(path)
         if cached is None or cached[0] is not entries:
             exact: dict[str, list[int]] = {}
             rest = []
@@ -88,7 +89,7 @@ def matching(name: str, files: tuple[str, ...]) -> list[Entry]:
                 else:
                     for part in dict.fromkeys(parts):
                         exact.setdefault(part, []).append(i)
-            cached = _index[os.path.abspath(f)] = (entries, exact, rest)
+            cached = _index[path] = (entries, exact, rest)
         positions = set(cached[1].get(name.lower(), ()))
         positions.update(i for i in cached[2] if entries[i].matches(name))
         out += [entries[i] for i in sorted(positions)]

@@ -145,3 +145,6 @@ def test_plain_names_are_looked_up_not_scanned(tmp_path, monkeypatch):
     monkeypatch.setattr(knownhosts, "matches", lambda patterns, name: calls.append(patterns) or real(patterns, name))
     [found] = knownhosts.matching("node1234", (str(path),))
     assert found.patterns == "node1234" and calls == []
+    built = knownhosts._index[str(path)]
+    assert knownhosts.matching("node0007", (str(path),))[0].patterns == "node0007"
+    assert knownhosts._index[str(path)] is built  # the index is built once per file, not once per node
