@@ -226,8 +226,9 @@ class RunDir:
         header, results = self._journaled()
         if not results:
             return None
-        run = reading.run_from_dict(header or {"schema_version": SCHEMA_VERSION, "run_id": self.name},
-                                    str(self.journal))
+        base = header or {"schema_version": SCHEMA_VERSION, "run_id": self.name}
+        # the header is a report without its results: read it as one (the read-back schema check needs them)
+        run = reading.run_from_dict({"results": [], "verdicts": {}, **base}, str(self.journal))
         run.results = results
         for host in (h for r in results for h in r.hosts if h != FABRIC):
             run.hosts.setdefault(host, HostRecord(None))

@@ -141,4 +141,6 @@ def test_an_inventory_names_a_bundled_profile_not_a_path(tmp_path):
 @pytest.mark.parametrize("value", ["0", "-3", "2.5", "four", "", "\u00b2"])
 def test_forks_must_be_a_positive_whole_number(tmp_path, command, value):
     line = one_line_error(provision(command, "-i", str(tmp_path), f"--forks={value}"))
-    assert line == f"provision: error: --forks {value!r}: must be a whole number of hosts, 1 or more"
+    expected = ("an empty value (give one, or leave the option out)" if value == ""
+                else "must be a whole number of hosts, 1 or more")
+    assert line == f"provision: error: --forks {value!r}: {expected}"

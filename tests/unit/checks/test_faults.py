@@ -11,7 +11,7 @@ from provision.checks import faults, xid
 from provision.errors import ParseError, ProfileError
 
 CHECKS_DIR = Path(faults.__file__).parent
-HELPERS = {"__init__", "base", "rules", "faults", "references"}
+HELPERS = {"plausible", "__init__", "base", "rules", "faults", "references"}
 CODE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # GPU_MISSING, XID_79
 
 

@@ -66,7 +66,7 @@ def test_burnin_budget_adds_the_per_node_checks_and_the_cluster_rounds():
     ({"gpus": 0}, "--gpus: at least 1"), ({"radix": 41}, "--switch-radix: an even port count"),
     ({"oversubscription": "2-1"}, "--oversubscription '2-1': down:up"), ({"pue": 0.9}, "--pue: at least 1.0"),
     ({"oversubscription": "1:100"}, "--oversubscription 1:100: leaves 0 down and 64 up ports of 64"),
-    ({"pue": float("nan")}, "--pue: a finite number"), ({"pue": float("inf")}, "--pue: a finite number"),
+    ({"pue": float("nan")}, "--pue: a finite number"), ({"pue": float("inf")}, "--pue: at most 10"),
     ({"node_W": -5.0}, "--node-power-W: a positive number"), ({"node_W": float("inf")}, "--node-power-W: a positive"),
 ])
 def test_bad_arguments_are_one_line_errors(kwargs, text):

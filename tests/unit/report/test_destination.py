@@ -127,4 +127,4 @@ def test_an_empty_path_is_refused(given):
 
 def test_cli_refuses_an_empty_prometheus_out(run_id, capsys):
     assert cli.main(["report", run_id, "--prometheus-out", ""]) == 2
-    assert "--prometheus-out '': not a path" in capsys.readouterr().err
+    assert "--prometheus-out '': an empty value" in capsys.readouterr().err

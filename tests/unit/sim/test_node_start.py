@@ -1,5 +1,6 @@
 """A node that did not start in time is stopped, not left listening outside the rack's records."""
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ def test_a_node_whose_pid1_never_came_is_killed_with_its_children(tmp_path, monk
     started = []
 
     def popen(argv, **kw):  # a node stand-in: a shell whose child keeps running, as sshd would
-        started.append(subprocess.Popen(["/bin/sh", "-c", "sleep 300 & wait"], **kw))
+        started.append(subprocess.Popen([sys.executable, "-c", "import os, time; os.fork(); time.sleep(300)"], **kw))
         return started[-1]
 
     def no_child(parent, timeout_s=60.0):
