@@ -6,7 +6,6 @@ import shlex
 import shutil
 import socket
 import sqlite3
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -19,6 +18,7 @@ from provision.history import db, dbfile
 from provision.results.store import RunStore
 from tests.unit.history.runs import bw_run
 from tests.unit.history.test_cli_history import saved_runs
+from tests.unit.mounts import fill, read_only, small_tmpfs
 
 HANG_GUARD_S = 120  # only catches a call that never returns (a FIFO's open blocks forever); not a timing check
 
@@ -159,14 +159,8 @@ def read_only_history(tmp_path):
     file = folder / "h.db"
     core.history_import(str(file), saved_runs(tmp_path, (1, 2)), progress=lambda _: None)
     if os.geteuid() == 0:
-        done = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"root cannot bind-mount here ({done.stderr.strip()}): no read-only mount to test with")
-        try:
-            subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], check=True, capture_output=True)
+        with read_only(folder):
             yield file
-        finally:
-            subprocess.run(["umount", str(folder)], check=True)
     else:
         file.chmod(0o444)
         folder.chmod(0o555)
@@ -260,24 +254,10 @@ def test_a_lock_released_while_waiting_is_retried_and_the_run_stored(tmp_path, q
 
 
 def test_a_full_disk_is_said_not_written_and_the_history_is_kept(tmp_path, capsys):
-    small = tmp_path / "small"
-    small.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'not root'}): no full disk to test")
-    try:
+    with small_tmpfs(tmp_path / "small") as small:
         file = small / "h.db"
         core.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
-        filler = small / "filler"
-        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-        try:  # every block left taken
-            while os.write(fd, b"\0" * 4096):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        filler = fill(small)  # every block left taken
         assert cli.main(["history", "import", *saved_runs(tmp_path, (2,)), "--history", str(file)]) == 5
         err = capsys.readouterr().err
         assert f"{file}: history not written: " in err and "not a usable" not in err
@@ -285,5 +265,3 @@ def test_a_full_disk_is_said_not_written_and_the_history_is_kept(tmp_path, capsy
         with db.reader(file) as conn:
             assert {r.run for r in db.rows(conn)} == {"night1"}
         assert cli.main(["history", "import", *saved_runs(tmp_path, (2,)), "--history", str(file)]) == 0
-    finally:
-        subprocess.run(["umount", str(small)], check=True)

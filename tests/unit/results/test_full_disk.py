@@ -7,7 +7,6 @@ mount they are skipped, saying why."""
 import errno
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from provision.results import store
 from provision.results.model import CheckResult, Outcome, Run
 from provision.results.store import RunDir, atomic_write
 from provision.runner import ansible
+from tests.unit.mounts import fill, small_tmpfs
 from tests.unit.engine.test_reevaluate import make_run
 from tests.unit.report.burnin_run import failing_run
 
@@ -28,26 +28,8 @@ INVENTORIES = paths.ROOT / "tests" / "data" / "inventories"
 @pytest.fixture
 def tmpfs(tmp_path):
     """A 256 KiB tmpfs, unmounted afterwards."""
-    mount = tmp_path / "mnt"
-    mount.mkdir()
-    try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
-                              capture_output=True, text=True)
-    except OSError as exc:
-        pytest.skip(f"cannot run mount: {exc}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs (needs root): {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", str(mount)], check=True)
-
-
-def fill(mount: Path, leave: int) -> None:
-    """Fill ``mount`` but ``leave`` bytes."""
-    stat = os.statvfs(mount)
-    with open(mount / "filler", "wb") as handle:
-        handle.write(b"x" * max(stat.f_bavail * stat.f_frsize - leave, 0))
-    stat = os.statvfs(mount)
-    assert stat.f_bavail * stat.f_frsize <= leave
+    with small_tmpfs(tmp_path / "mnt") as mount:
+        yield mount
 
 
 def temp_files(folder: Path) -> list[str]:

@@ -6,13 +6,13 @@ import errno
 import json
 import os
 import stat
-import subprocess
 
 import pytest
 
 from provision import cli, core, paths
 from provision.errors import OutputError, ProvisionError
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Run
+from tests.unit.mounts import small_tmpfs
 
 
 @pytest.fixture
@@ -132,16 +132,8 @@ def test_a_failure_on_the_way_leaves_no_half_merged_folder(runs, monkeypatch):
 
 def test_a_disk_filling_up_on_the_way_leaves_no_half_merged_folder(tmp_path, monkeypatch):
     """A real full disk: the runs folder on a 256 KiB tmpfs this test mounts, shards of 100 KB raw files."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    try:
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(runs)], check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot mount a tmpfs here: {exc}")
-    monkeypatch.setattr(paths, "RUNS", runs)
-    try:
+    with small_tmpfs(tmp_path / "runs") as runs:
+        monkeypatch.setattr(paths, "RUNS", runs)
         shards = [shard(tmp_path, name, host, [f"raw/{host}/xid.txt"]) for name, host in (("a", "n1"), ("b", "n2"),
                                                                                            ("c", "n3"))]
         for folder, host in zip(shards, ("n1", "n2", "n3")):
@@ -150,8 +142,6 @@ def test_a_disk_filling_up_on_the_way_leaves_no_half_merged_folder(tmp_path, mon
                                               f"nothing merged .{runs}/m removed."):
             core.merge([str(f) for f in shards], "m", progress=lambda line: None)
         assert list(runs.iterdir()) == []
-    finally:
-        subprocess.run(["umount", str(runs)], check=True)
 
 
 def test_merge_of_an_empty_name_is_refused_never_the_current_folder(runs, tmp_path, monkeypatch, capsys):

@@ -2,9 +2,7 @@
 or a link elsewhere is said in one line and left as it is; a read-only runs folder is one line and exit 5,
 never an internal error; an empty run or inventory name is refused, never the current folder; a run with no
 host says so instead of "Every host passed."."""
-import contextlib
 import os
-import subprocess
 
 import pytest
 
@@ -13,6 +11,7 @@ from provision.errors import ExitStatus, OutputError, ProvisionError
 from provision.report import html, summary
 from provision.results.model import HostRecord, Run
 from provision.results.store import LATEST, RunStore
+from tests.unit.mounts import read_only
 
 
 def a_run(name):
@@ -62,23 +61,6 @@ def test_a_latest_we_wrote_moves_to_the_newest_run_without_a_word(tmp_path):
     (store.root / "r2").rename(store.root / "gone")  # a dangling link of ours is ours too
     made(store, "r3", said)
     assert os.readlink(store.root / LATEST) == "r3" and said == []
-
-
-@contextlib.contextmanager
-def read_only(folder):
-    """``folder`` bind-mounted read-only on itself (root does not honour a mode); skips where it cannot mount."""
-    if os.geteuid() != 0:
-        pytest.skip("a read-only mount needs root")
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot bind-mount here: {exc}")
-    try:
-        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True, capture_output=True)
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
 
 
 def test_a_read_only_runs_folder_is_one_line_and_its_own_exit_status(tmp_path, monkeypatch, capsys):
