@@ -101,7 +101,7 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
             _outputs(phases, rundir, run, progress, unwritten)  # before the history, which may be slow or fail
             if "burnin" in phases and run.results and not (local and history is None):  # see _local
                 _remembered(phases, rundir, run, history, progress, unwritten)
-    _drain(phases, rundir, run, slurm_nodes, resume_passed, control, unwritten)  # drain.txt again; --drain slurm
+    _drain(phases, rundir, run, slurm_nodes, resume_passed, control, unwritten)  # --drain slurm
     progress("\n" + summary.render(run))
     progress(f"\nresults: {rundir.report}, JUnit in {rundir.junit}/")
     if control.stop.is_set():
@@ -876,15 +876,14 @@ def _drain_options(drain: str | None, resume_passed: bool) -> None:
 
 def _drain(phases, rundir: RunDir, run: Run, slurm_nodes: dict[str, str], resume_passed: bool,
            control: Control, unwritten: list[str] | None = None) -> None:
-    """After a burn-in: write drain.txt; with ``slurm_nodes`` drain and resume in Slurm and write what
-    was done to slurm.txt. A stopped run drains nothing (its verdicts are not the burn-in's).
-    scontrol's failures are warning lines (``provision.slurm.drain.apply``), never the run's; a file
-    that cannot be written is one line (``_attempt``, added to ``unwritten``)."""
+    """After a burn-in (whose drain.txt ``_outputs`` wrote): say it; with ``slurm_nodes`` drain and resume
+    in Slurm and write what was done to slurm.txt. A stopped run drains nothing (its verdicts are not the
+    burn-in's). scontrol's failures are warning lines (``provision.slurm.drain.apply``), never the run's; a
+    file that cannot be written is one line (``_attempt``, added to ``unwritten``)."""
     unwritten = [] if unwritten is None else unwritten
     if "burnin" not in phases:
         return
     lines = slurm_drain.drain_lines(run)
-    _attempt(lambda: rundir.write(DRAIN_FILE, "".join(f"{line}\n" for line in lines)), control.progress, unwritten)
     control.progress(f"drain: {len(lines)} failing hosts in {rundir.path / DRAIN_FILE}")
     if not slurm_nodes:
         return

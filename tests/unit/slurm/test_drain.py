@@ -187,6 +187,7 @@ def test_the_job_writes_drain_txt_after_a_burnin_and_checks_the_options(tmp_path
     rundir = RunStore(tmp_path).create("r1")
     run = run_of(node01="pass", node02="fail")
     said = []
+    core._outputs(("burnin",), rundir, run, said.append, [])  # the job's outputs, drain.txt among them
     core._drain(("burnin",), rundir, run, {}, False, Control(said.append))
     assert (rundir.path / core.DRAIN_FILE).read_text() == drain.drain_lines(run)[0] + "\n"
     assert not (rundir.path / core.SLURM_FILE).exists()
