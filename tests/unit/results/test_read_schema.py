@@ -69,3 +69,19 @@ def test_a_finding_of_a_shape_seen_before_is_checked_once_and_a_bad_one_named_wh
     assert schema.problems(data) == sorted([f"results.{index}.findings.0.unit: 7 is not of type 'string'",
                                             f"results.{index + 2}.findings.0: 'action' is a required property",
                                             f"results.{index + 2}.findings.0: 'fault' is a required property"])
+
+
+def test_the_finding_schema_judges_only_what_the_shape_sampling_keeps():
+    """schema._sample checks one finding per shape (its keys, their JSON types, ok false or not): sound only
+    while $defs/finding constrains nothing else. A keyword that looks into a value (pattern, enum, minLength,
+    minimum...) must come with a shape that carries it, or the sampling would pass findings never checked."""
+    import json
+
+    from provision.results import schema as report_schema
+
+    finding = json.loads(report_schema.SCHEMA.read_text())["$defs"]["finding"]
+    assert set(finding) <= {"type", "additionalProperties", "required", "properties", "dependentRequired", "if",
+                            "then"}
+    assert finding["if"] == {"properties": {"ok": {"const": False}}}
+    for name, rule in finding["properties"].items():
+        assert set(rule) <= {"type"}, f"$defs/finding {name}: {sorted(rule)} look into the value"
