@@ -85,6 +85,7 @@ class Held:
     files: dict[str, int] = field(default_factory=dict)  # host -> the open lock file's descriptor
     keepers: dict[str, Process] = field(default_factory=dict)  # host -> the keeper on the node
     conns: dict[str, Connection] = field(default_factory=dict)  # host -> its connection, until the burn-in takes it
+    failed: dict[str, CommandError] = field(default_factory=dict)  # host -> why it could not be reached (once)
     local: int | None = None
 
     def release(self) -> None:
@@ -97,7 +98,7 @@ class Held:
             _release_local(self.local)
         for fd in self.files.values():
             os.close(fd)  # drops the flock
-        self.files, self.keepers, self.conns, self.local = {}, {}, {}, None
+        self.files, self.keepers, self.conns, self.failed, self.local = {}, {}, {}, {}, None
 
 
 class Reusing:
@@ -107,6 +108,11 @@ class Reusing:
         self.transport, self.held = transport, held
 
     def connect(self, host):
+        """The connection ``mark_nodes`` opened; where it could not, its failure, as the burn-in's first
+        attempt (its retries connect anew), so an unreachable node's timeout is not paid twice in a row."""
+        failed = self.held.failed.pop(host.name, None)
+        if failed is not None:
+            raise failed
         conn = self.held.conns.pop(host.name, None)
         return conn if conn is not None else self.transport.connect(host)
 
@@ -175,9 +181,13 @@ def _wait_turn(busy: dict[str, list[str]], deadline: float, said: bool, held: He
 def _mark(host, transport, line: str, held: Held) -> tuple[str, str] | None:
     """None when held (or unreachable: the burn-in says so); ("busy", who) or ("none", why)."""
     conn = held.conns.get(host.name)
-    try:
-        if conn is None:
+    if conn is None:
+        try:
             conn = held.conns[host.name] = transport.connect(host)
+        except CommandError as exc:
+            held.failed[host.name] = exc  # the burn-in's first attempt (Reusing)
+            return None
+    try:
         keeper = conn.start(["sh", "-c", KEEPER, "provision-lock", node_dir(), line], KEEPER_S)
     except CommandError:
         return None

@@ -222,3 +222,27 @@ def test_two_installs_in_one_process_the_second_refused_before_touching_anything
 def test_wait_takes_whole_seconds_only(value, capsys) -> None:
     assert cli.main(["install", "-i", HOMELAB, *VAULT, "--wait", value]) == ExitStatus.BAD_INPUT
     assert "--wait" in capsys.readouterr().err
+
+
+def test_an_unreachable_node_is_tried_once_before_the_burnin_not_twice_in_a_row(tmp_path) -> None:
+    """mark_nodes' failed connect is the burn-in's first attempt (Reusing raises it); its retries connect anew."""
+    from provision.errors import CommandError
+
+    class Unreachable:
+        tries = 0
+
+        def connect(self, host):
+            self.tries += 1
+            raise CommandError(f"host {host.name} (127.0.9.9:22): SSH failed: timed out")
+
+    transport, held = Unreachable(), hostlock.Held()
+    hostlock.mark_nodes([_Host("gpu01")], transport, line("op"), 0, fold, print, held)
+    assert transport.tries == 1 and held.keepers == {} and held.conns == {}
+    reusing = hostlock.Reusing(transport, held)
+    with pytest.raises(CommandError, match="timed out"):
+        reusing.connect(_Host("gpu01"))
+    assert transport.tries == 1  # the burn-in's first attempt: the failure already met
+    with pytest.raises(CommandError):
+        reusing.connect(_Host("gpu01"))
+    assert transport.tries == 2  # its retry connects anew
+    held.release()
