@@ -79,7 +79,7 @@ sim-status: setup ## Show the simulated rack
 lint: setup ## yamllint, ansible-lint (production profile), ruff, mypy and the import-linter layer contracts
 	$(VENV)/bin/yamllint -s .
 	$(VENV)/bin/ansible-lint
-	$(VENV)/bin/ruff check provision tests bench
+	$(VENV)/bin/ruff check provision tests bench tools
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
