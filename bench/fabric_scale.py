@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from provision.checks import fabric as fabric_check  # noqa: E402
 from provision.fabric.discover import plane_from_ibnetdiscover  # noqa: E402
 from provision.fabric.model import Fabric  # noqa: E402
-from provision.fabric.synth import _guid, node_id  # noqa: E402
+from provision.sim.synth import _guid, node_id  # noqa: E402
 from provision.parsers import parse_tool  # noqa: E402
 
 TOOL = ROOT / "provision" / "sim" / "tools" / "ibnetdiscover.py"
@@ -55,7 +55,7 @@ def _tool():
 
 
 def world_plane(switches: int, per_leaf: int) -> dict:
-    """One plane of the simulated fabric's world dict (``provision.fabric.synth.world``'s shape)."""
+    """One plane of the simulated fabric's world dict (``provision.sim.synth.world``'s shape)."""
     leaves, spines = switches * 2 // 3, switches - switches * 2 // 3
     leaf_ids = [node_id("S", _guid("bench", "leaf", i)) for i in range(leaves)]
     spine_ids = [node_id("S", _guid("bench", "spine", i)) for i in range(spines)]

@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _oracle import Faults, Oracle  # noqa: E402
 from provision.fabric.localize import Localizer, Routes  # noqa: E402
-from provision.fabric.synth import fat_tree  # noqa: E402
+from provision.sim.synth import fat_tree  # noqa: E402
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 1250)
 CONFIGS = {"1n+1c": (1, 0), "2n+1c": (2, 0), "3n+1c": (3, 0), "1h+1c": (0, 1)}  # (bad nodes, bad HCAs)

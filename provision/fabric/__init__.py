@@ -2,7 +2,8 @@
 
 ``model`` holds the types (a ``Fabric`` of ``Plane``s of ``Switch``es, ``Hca``s and
 ``Link``s), leaf/spine roles told apart by what a switch connects, routes and degraded
-links; ``synth`` builds a two-layer fat-tree from a list of hosts; ``discover`` builds a
+links; ``discover`` builds a
 plane from ``ibnetdiscover`` output (parser ``provision.parsers.ibnetdiscover``);
-``localize`` finds the bad node, HCA or cable from group and pair test results.
+``localize`` finds the bad node, HCA or cable from group and pair test results. The fat-tree
+synthesiser the simulator and the benches build fabrics with is the simulator's (``provision.sim.synth``).
 """

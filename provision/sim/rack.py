@@ -27,7 +27,7 @@ import yaml
 
 from provision import external, profiles
 from provision.errors import ProvisionError, RunnerError
-from provision.fabric import synth
+from provision.sim import synth
 from provision.fabric.model import width_speed_for
 from provision.sim import base as sim_base
 from provision.sim import hwmodel, keys, osflavor, repo, rpmrepo, snapshot, state

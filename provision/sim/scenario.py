@@ -24,7 +24,7 @@ import yaml
 
 from provision import profiles
 from provision.errors import ExitStatus, ProfileError, ProvisionError
-from provision.fabric import synth
+from provision.sim import synth
 from provision.fabric.model import width_speed_for
 from provision.sim import faults, rack
 

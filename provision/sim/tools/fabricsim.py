@@ -1,7 +1,7 @@
 """The simulated fabric's physics: routes and what a cable, an HCA or a node does to traffic.
 
 The rack's fabric is ``/etc/provision-sim/fabric.yaml`` in every node (written by ``sim up``
-from provision/fabric/synth.py, edited by ``sim fault``): per plane its switches, channel
+from provision/sim/synth.py, edited by ``sim fault``): per plane its switches, channel
 adapters (host, device, LID) and cables (ends, ``width``, ``speed``, optional ``state``
 "down" and ``flapping``). The subnet manager here routes destination-mod-k, as OpenSM's
 ftree engine does (Zahavi 2010, see provision/fabric/model.py): destination index d (HCAs

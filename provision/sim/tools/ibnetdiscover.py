@@ -4,7 +4,7 @@
 Reads the rack's fabric (``/etc/provision-sim/fabric.yaml``, env ``PROVISION_SIM_FABRIC`` overrides it):
 ``{"planes": [{"name", "switches": [{id, description, lid, ports, guid}], "cas": [{id, description,
 host, device, port, lid, guid}], "cables": [{a, a_port, b, b_port, width, speed, ...}]}]}``
-(``provision.fabric.synth.world``). A cable may also carry:
+(``provision.sim.synth.world``). A cable may also carry:
 
 - ``a_width_speed`` / ``b_width_speed``: what the port at that end reports when the two ends disagree
   (e.g. "1xSDR" at one end of a cable whose other end says "4xSDR", as in ``man ibnetdiscover``'s

@@ -10,7 +10,7 @@ import pytest
 from provision import cli, core, profiles
 from provision.engine.transport import CommandResult
 from provision.errors import CommandError
-from provision.fabric.synth import fat_tree, world
+from provision.sim.synth import fat_tree, world
 
 from tests.unit.fabric._sim import run_tool
 

@@ -9,7 +9,7 @@ import pytest
 
 from provision.errors import ParseError
 from provision.fabric.discover import fabric_from_dumps, host_and_device, plane_from_ibnetdiscover
-from provision.fabric.synth import fat_tree, world
+from provision.sim.synth import fat_tree, world
 from provision.parsers import parse_tool
 
 from tests.unit.fabric._sim import run_tool

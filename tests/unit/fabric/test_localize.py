@@ -8,7 +8,7 @@ import pytest
 
 from provision.fabric.localize import Localizer, Observation, Routes
 from provision.fabric.localize import Test as Job
-from provision.fabric.synth import fat_tree
+from provision.sim.synth import fat_tree
 
 THRESHOLD = 0.9
 

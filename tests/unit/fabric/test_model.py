@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from provision.fabric import schedule, synth
+from provision.fabric import schedule
+from provision.sim import synth
 from provision.fabric.model import Link, split_width_speed, width_speed_for
 
 HOSTS = [f"node{i:02d}" for i in range(1, 9)]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.fabric import synth
+from provision.sim import synth
 from provision.fabric.discover import plane_from_ibnetdiscover
 from provision.fabric.model import LANES, Fabric, Hca, Link, Plane, Switch, rate_Gbps, split_width_speed
 from provision.parsers import parse_tool

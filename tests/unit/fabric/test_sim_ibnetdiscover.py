@@ -8,7 +8,7 @@ import pytest
 
 from provision.fabric.discover import plane_from_ibnetdiscover
 from provision.fabric.model import Fabric, Plane
-from provision.fabric.synth import fat_tree, world
+from provision.sim.synth import fat_tree, world
 from provision.parsers import parse_tool
 
 from tests.unit.fabric._sim import run_tool

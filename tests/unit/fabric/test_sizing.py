@@ -1,9 +1,10 @@
-"""The simulated fat-tree sized from the switch radix (provision.fabric.synth.size): two leaves for small racks,
+"""The simulated fat-tree sized from the switch radix (provision.sim.synth.size): two leaves for small racks,
 radix/2 hosts per leaf beyond, spines that take every leaf's uplinks evenly; the schedule copes with many leaves."""
 import pytest
 
 from provision import profiles
-from provision.fabric import schedule, synth
+from provision.fabric import schedule
+from provision.sim import synth
 from provision.sim import rack
 
 
