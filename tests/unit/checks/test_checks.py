@@ -1,12 +1,11 @@
-"""Every check against healthy, degraded and truncated captures: outcome, device and fault named.
+"""The registry's checks: what their test data cannot declare.
 
-Captures: ``tests/data/<check>/sim_h100_*.txt`` come from the simulated tools with a fault set
-in the hardware model (tests/data/tools/capture_sim.py); ``tests/data/samples/`` are real
-outputs from real clusters.
+Every check's captures and how each is judged are ``tests/data/<check>/cases.yaml``, read by
+test_check_data.py (which also asserts that every registered check has a passing and a failing
+case); here: thresholds through overrides, the steps' argv from the profile, nothing to judge.
 """
 from pathlib import Path
 
-import pytest
 
 from provision import profiles
 from provision.checks import Outcome, ids, registry
@@ -17,69 +16,6 @@ from tests.unit.checks import judge
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 H100 = profiles.load("h100-sxm5-80g-ndr")
-
-# (check, capture, step key, outcome, text the message must contain)
-CASES = [
-    ("gpu_health", "gpu_health/sim_h100_healthy.txt", "", Outcome.PASS, "temp_C"),
-    ("gpu_health", "gpu_health/sim_h100_remap_pending.txt", "", Outcome.FAIL,
-     "GPU3 00000000:5D:00.0: remapped_rows_pending"),
-    ("gpu_health", "gpu_health/sim_h100_xid79.txt", "", Outcome.FAIL, "gpu_count = 7, expected 8"),
-    ("gpu_health", "gpu_health/sim_h100_hw_slowdown.txt", "", Outcome.FAIL,
-     "GPU5 00000000:BB:00.0: clocks_event_reasons_hw = ['hw_power_brake_slowdown', 'hw_slowdown']"),
-    ("gpu_health", "gpu_health/sim_h100_truncated.txt", "", Outcome.ERROR, "incomplete"),
-    ("xid", "xid/sim_h100_healthy.txt", "", Outcome.PASS, "xid_count = 0"),
-    ("xid", "xid/sim_h100_xid79.txt", "", Outcome.FAIL, "PCI 0000:4c:00: xid = 79"),
-    ("xid", "samples/dmesg_xid48_63_94_dbe_chain.txt", "", Outcome.FAIL, "XID_48"),
-    ("xid", "samples/dmesg_xid79_fallen_off_bus_smi_unknown_error.txt", "", Outcome.FAIL, "XID_79"),
-    ("ib_ports", "ib_ports/sim_h100_healthy.txt", "", Outcome.PASS, "ib_port_count = 8"),
-    ("ib_ports", "ib_ports/sim_h100_hca_200.txt", "", Outcome.FAIL,
-     "mlx5_3 port 1: rate_Gbps = 200 Gb/s, expected 400"),
-    # Real DGX: its 8 NDR ports are healthy; the Down ports are Ethernet and not judged.
-    ("ib_ports", "samples/ibstat_h100_mixed_down_ports.txt", "", Outcome.PASS, "ib_port_count = 8"),
-    ("ib_write_bw", "ib_write_bw/sim_h100_healthy.txt", "mlx5_5", Outcome.PASS, "mlx5_5: bw_avg_Gbps"),
-    ("ib_write_bw", "ib_write_bw/sim_h100_slow_hca.txt", "mlx5_5", Outcome.FAIL, "HCA_SLOW"),
-    ("ib_write_bw", "ib_write_bw/sim_h100_truncated.txt", "mlx5_5", Outcome.ERROR, "incomplete"),
-    ("ib_write_bw", "samples/ib_write_bw_cx7_ndr_gbits.txt", "mlx5_0", Outcome.PASS, "392.34 Gb/s"),
-    ("nccl_allreduce", "nccl_allreduce/sim_h100_healthy.txt", "", Outcome.PASS, "busbw_GBps"),
-    ("nccl_allreduce", "nccl_allreduce/sim_h100_nvlink_down.txt", "", Outcome.FAIL, "NCCL_SLOW"),
-    ("nccl_allreduce", "nccl_allreduce/sim_h100_truncated.txt", "", Outcome.ERROR, "incomplete"),
-    ("nccl_allreduce", "samples/nccl_allreduce_a100x8_novalidation.txt", "", Outcome.ERROR, "without validation"),
-    ("fabric", "fabric/sim_h100_healthy.txt", "mlx5_0", Outcome.PASS, "smp_errors = 0"),
-    ("fabric", "fabric/sim_h100_uplink_1x.txt", "mlx5_0", Outcome.FAIL,
-     "fabric mlx5_0 S-46a47c48d0db66d2[6] <-> S-6cbe9d500d4d9f3e[1]: width_speed = '1xNDR', expected '4xNDR'"),
-    ("fabric", "fabric/sim_h100_uplink_dead.txt", "mlx5_0", Outcome.FAIL,
-     "leaf S-46a47c48d0db66d2: uplinks = 3, expected 4 [FABRIC_UPLINK_MISSING"),
-    ("fabric", "fabric/sim_h100_truncated.txt", "mlx5_0", Outcome.ERROR, "incomplete"),
-    ("fabric", "samples/ibnetdiscover_nvidia_kb_ufm_lab_mixed_speeds_selfloops_smp_error.txt", "mlx5_0",
-     Outcome.FAIL, "smp_errors = 1, expected 0 [FABRIC_DISCOVERY_INCOMPLETE"),
-    # ib_pairs and nccl_cluster: raw outputs of a cluster burn-in of the simulated rack in
-    # tests/data/scenarios/cluster-three-faults.yaml (node02's mlx5_3 slow, node06 slow)
-    ("ib_pairs", "ib_pairs/sim_h100_healthy_node03_node01.txt", "mlx5_3", Outcome.PASS, "mlx5_3: bw_avg_Gbps = 392"),
-    ("ib_pairs", "ib_pairs/sim_h100_slow_hca_node04_node02.txt", "mlx5_3", Outcome.FAIL, "IB_PAIR_SLOW"),
-    ("ib_pairs", "ib_pairs/sim_h100_truncated.txt", "mlx5_3", Outcome.ERROR, "incomplete"),
-    ("nccl_cluster", "nccl_cluster/sim_h100_2nodes_healthy.txt", "2-nodes", Outcome.PASS,
-     "2 nodes x 8 GPUs: busbw_GBps = 390.11 GB/s"),
-    ("nccl_cluster", "nccl_cluster/sim_h100_4nodes_slow_node.txt", "4-nodes", Outcome.FAIL, "NCCL_CLUSTER_SLOW"),
-    ("nccl_cluster", "nccl_cluster/sim_h100_2nodes_healthy.txt", "4-nodes", Outcome.FAIL, "nranks = 16, expected 32"),
-    ("nccl_cluster", "nccl_cluster/sim_h100_truncated.txt", "2-nodes", Outcome.ERROR, "incomplete"),
-]
-
-
-@pytest.mark.parametrize("check_id,capture,key,outcome,text", CASES, ids=[c[1] for c in CASES])
-def test_capture_is_judged(check_id, capture, key, outcome, text):
-    result = judge("node07", registry()[check_id], H100, {key: (DATA / capture).read_text()})
-    assert result.outcome == outcome, result.message
-    assert text in result.message
-
-
-def test_every_registered_check_has_passing_and_failing_captures():
-    from tests.unit.checks import test_catalogue_links, test_catalogue_node
-
-    every = ([(c[0], c[3]) for c in CASES + test_catalogue_links.CASES]
-             + [(c[0].CHECK.id, c[4]) for c in test_catalogue_node.CASES])
-    for check_id in ids():
-        outcomes = {outcome for cid, outcome in every if cid == check_id}
-        assert Outcome.PASS in outcomes and Outcome.FAIL in outcomes, check_id
 
 
 def test_check_ids_are_unique_and_match_modules():

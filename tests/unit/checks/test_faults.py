@@ -78,15 +78,12 @@ def test_xid_unknown_numbers_get_the_unknown_code():
 
 
 def _every_case():
-    """(check, profile, texts) of every capture the catalogue tests judge."""
-    from tests.unit.checks import test_catalogue_links, test_catalogue_node, test_checks
+    """(check, profile, texts) of every declared case (tests/data/<check>/cases.yaml)."""
+    from provision.checks import registry
+    from tests.unit.checks.declared import cases
 
-    for check_id, capture, key, _outcome, _text in test_checks.CASES:
-        yield test_checks.registry()[check_id], test_checks.H100, {key: (test_checks.DATA / capture).read_text()}
-    for check_id, profile, texts, _outcome, _needles in test_catalogue_links.CASES:
-        yield test_catalogue_links.CHECKS[check_id], profile, texts
-    for module, _case, texts, profile, _outcome, _text in test_catalogue_node.CASES:
-        yield module.CHECK, profile, texts
+    for case in cases():
+        yield registry()[case.check], case.host_profile(), case.texts()
 
 
 def test_every_finding_of_the_captures_carries_its_catalogue_action():

@@ -1,0 +1,62 @@
+"""Every check against its test data: each case of every ``tests/data/<check>/cases.yaml``
+(tests/unit/checks/declared.py says what a case holds) judged by the engine's verdict, with the
+declared outcome, message fragments and fault codes; and properties over the registry that no
+hand-kept list has to repeat: every registered check has its folder with a passing and a failing
+case, every capture in a folder is judged by some case, every fault code a case shows has its
+catalogue action and every failing finding names its device, fault and action.
+"""
+from __future__ import annotations
+
+import pytest
+
+from provision.checks import faults, registry
+from provision.results.model import Outcome
+
+from tests.unit.checks import judge
+from tests.unit.checks.declared import DATA, HOST, cases, folders, load
+
+CASES = cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case_is_judged_as_declared(case):
+    profile = case.host_profile()
+    result = judge(HOST, registry()[case.check], profile, case.texts())
+    assert result.outcome == case.outcome, result.message
+    for needle in case.needles(profile):
+        assert needle in result.message
+    failing = [f for f in result.findings if not f.ok]
+    if case.outcome is Outcome.FAIL:
+        assert failing and all(f.fault and f.action == faults.action(f.fault) and f.device for f in failing)
+    if case.faults is not None:
+        assert sorted({f.fault for f in failing}) == sorted(case.faults)
+    for finding in result.findings:
+        assert finding.ok or finding.fault, (finding.device, finding.metric)
+
+
+def test_every_registered_check_has_its_folder_with_passing_and_failing_cases():
+    declared = {folder.name for folder in folders()}
+    for check_id in registry():
+        assert check_id in declared, f"tests/data/{check_id}/cases.yaml: missing"
+        outcomes = {c.outcome for c in CASES if c.check == check_id}
+        assert Outcome.PASS in outcomes and Outcome.FAIL in outcomes, check_id
+
+
+def test_every_folder_is_a_registered_check_and_its_case_names_are_unique():
+    for folder in folders():
+        assert folder.name in registry(), f"{folder}: no check of that id"
+        names = [c.name for c in load(folder)]
+        assert len(names) == len(set(names)), folder
+
+
+def test_every_capture_of_a_folder_is_judged_by_some_case():
+    for folder in folders():
+        used = {(folder / path).resolve() for c in load(folder) for path in c.captures.values()}
+        unused = sorted(p.name for p in folder.glob("*.txt") if p.resolve() not in used)
+        assert not unused, f"{folder.relative_to(DATA.parent)}: captures no case judges: {unused}"
+
+
+def test_the_cases_show_most_of_the_fault_catalogue():
+    shown = {code for c in CASES for code in c.faults or ()}
+    assert not shown - set(faults.catalogue())
+    assert len(shown) >= 20
