@@ -3,9 +3,14 @@
 declared outcome, message fragments and fault codes; and properties over the registry that no
 hand-kept list has to repeat: every registered check has its folder with a passing and a failing
 case, every capture in a folder is judged by some case, every fault code a case shows has its
-catalogue action and every failing finding names its device, fault and action.
+catalogue action and every failing finding names its device, fault and action; and the capture
+script (tests/data/tools/capture.py) remakes one check's folder, reproducibly.
 """
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +65,22 @@ def test_the_cases_show_most_of_the_fault_catalogue():
     shown = {code for c in CASES for code in c.faults or ()}
     assert not shown - set(faults.catalogue())
     assert len(shown) >= 20
+
+
+def test_the_capture_script_remakes_one_check_and_only_it_with_the_same_bytes(tmp_path):
+    """tests/data/tools/capture.py --check xid: only xid's simulated captures, byte-identical when run
+    twice (fixed clock and seed), and judged as the declaration says."""
+    script = DATA / "tools" / "capture.py"
+    runs = []
+    for name in ("one", "two"):
+        out = tmp_path / name
+        subprocess.run([sys.executable, str(script), "--check", "xid", "--out", str(out)], check=True,
+                       capture_output=True, text=True)
+        runs.append({p.name: p.read_bytes() for p in out.iterdir()})
+    expected = {Path(path).name for c in load(DATA / "xid") if c.sim and "recorded" not in c.sim
+                for path in c.captures.values()}
+    assert set(runs[0]) == expected and runs[0] == runs[1]
+    xid79 = next(c for c in load(DATA / "xid") if c.name == "xid79")
+    texts = {"": runs[0]["sim_h100_xid79.txt"].decode()}
+    result = judge(HOST, registry()["xid"], xid79.host_profile(), texts)
+    assert result.outcome == xid79.outcome and all(n in result.message for n in xid79.needles(xid79.host_profile()))
