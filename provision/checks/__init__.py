@@ -15,7 +15,7 @@ import os
 import pkgutil
 from pathlib import Path
 
-from provision.checks.base import Check, Finding, Outcome, Scope, Step
+from provision.checks.base import Check, Finding, Outcome, Role, Scope, Step
 from provision.errors import ProvisionError
 
 HELPERS = {"base", "rules", "faults", "references"}
@@ -85,4 +85,5 @@ def _site_checks() -> list[tuple[str, Check, str]]:
     return out
 
 
-__all__ = ["Check", "Finding", "Outcome", "Scope", "Step", "registry", "ids", "markdown_table", "CHECK_PATH_ENV"]
+__all__ = ["Check", "Finding", "Outcome", "Role", "Scope", "Step", "registry", "ids", "markdown_table",
+           "CHECK_PATH_ENV"]

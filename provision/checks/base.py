@@ -8,7 +8,8 @@ checked against every profile by ``provision.checks.references``) and three pure
 ``steps(profile, target) -> list[Step]`` (argv lists, never shell strings; ``target`` is the
 ``Host`` for node scope, a ``Pair`` or a ``Group`` otherwise), ``parse(text) -> dict`` (one
 step's output; raises ParseError) and ``judge(parsed, profile) -> list[Finding]`` (``parsed``
-maps step key -> parse result). The engine (``provision.engine``) runs the steps and decides
+maps step key -> parse result). A multi-host check may declare the ``role`` it plays in the
+cluster procedure (``Role``). The engine (``provision.engine``) runs the steps and decides
 the outcome in stages (``provision.engine.verdict``).
 
 Order bands: 10-29 diagnostics that name a dead part (a GPU off the bus), 30-49 configuration
@@ -17,12 +18,14 @@ Order bands: 10-29 diagnostics that name a dead part (a GPU off the bus), 30-49 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable
 
 from provision.errors import ParseError
 from provision.results.model import Finding, Outcome, Reference, Scope
 
-__all__ = ["Check", "Finding", "Group", "Outcome", "Pair", "Ready", "Reference", "Scope", "Step", "require_tools"]
+__all__ = ["Check", "Finding", "Group", "Outcome", "Pair", "Ready", "Reference", "Role", "Scope", "Step",
+           "require_tools"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,28 @@ class Group:
     hosts: tuple
 
 
+class Role(Enum):
+    """The part a multi-host check plays in the fabric-aware cluster procedure (``provision.engine.cluster``),
+    which finds its checks by role, never by id, so a site's check with a role joins it like ours.
+
+    ``fabric-discovery`` (cluster scope) reads the fabric on the group's first host: one step per HCA
+    (rail), keyed by the HCA's device name, each output parsed to ``ibnetdiscover``'s shape
+    (``provision.fabric.discover.planes``). ``pair-evidence`` (pair scope) runs on every pair the schedule
+    and the localization choose, ``group-evidence`` (group scope) on every group and probe: their
+    findings on a declared metric with a reference are the localizer's ratios (a pair check's per rail,
+    a finding's device naming the HCA); they blame no host themselves (``CheckResult.evidence``).
+    """
+
+    FABRIC_DISCOVERY = "fabric-discovery"
+    PAIR_EVIDENCE = "pair-evidence"
+    GROUP_EVIDENCE = "group-evidence"
+
+    @property
+    def scope(self) -> Scope:
+        """The scope a check playing this role has."""
+        return {"fabric-discovery": Scope.CLUSTER, "pair-evidence": Scope.PAIR}.get(self.value, Scope.GROUP)
+
+
 @dataclass(frozen=True)
 class Check:
     id: str
@@ -87,6 +112,12 @@ class Check:
     timeout_s: float = 120.0
     metrics: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)
+    role: Role | None = None
+
+    def __post_init__(self) -> None:
+        if self.role is not None and self.scope is not self.role.scope:  # the procedure runs it as its role's jobs
+            raise ValueError(f"check {self.id}: role {self.role.value} needs scope {self.role.scope.value}, "
+                             f"not {self.scope.value}")
 
 
 def require_tools(parsed: dict, expected: dict[str, str]) -> None:

@@ -12,12 +12,10 @@ complete dump). The plane is what the cluster procedure routes pairs and groups 
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Scope, Step
-from provision.checks.ib_write_bw import hca_names
+from provision.checks.base import Check, Finding, Role, Scope, Step
 from provision.checks.rules import expect
-from provision.errors import ParseError
-from provision.fabric import discover
-from provision.fabric.model import Plane, width_speed_for
+from provision.fabric.discover import planes
+from provision.fabric.model import Plane, hca_names, width_speed_for
 from provision.parsers import parse_tool
 from provision.results.model import FABRIC
 
@@ -28,16 +26,6 @@ def steps(profile, group) -> list[Step]:
 
 def parse(text: str) -> dict:
     return parse_tool("ibnetdiscover", text)
-
-
-def planes(parsed: dict) -> dict[str, Plane]:
-    """Step key (HCA device) -> its plane. Raises ParseError on a dump with no switch."""
-    out = {}
-    for dev, result in parsed.items():
-        if not result.get("switches"):
-            raise ParseError(f"{dev}: ibnetdiscover found no switch")
-        out[dev] = discover.plane_from_ibnetdiscover(result, dev, None)
-    return out
 
 
 def judge(parsed: dict, profile) -> list[Finding]:
@@ -85,4 +73,4 @@ def _action(code: str) -> str:
 
 
 CHECK = Check(id="fabric", order=100, tool="ibnetdiscover", steps=steps, parse=parse, judge=judge, needs=("hca",),
-              scope=Scope.CLUSTER, timeout_s=120, metrics={})
+              scope=Scope.CLUSTER, timeout_s=120, metrics={}, role=Role.FABRIC_DISCOVERY)

@@ -11,7 +11,7 @@ https://github.com/Azure/azurehpc-health-checks). Pairs and rounds come from the
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Scope, Step
+from provision.checks.base import Check, Finding, Role, Scope, Step
 from provision.checks.ib_write_bw import bandwidth, parse, perftest_steps
 
 
@@ -24,4 +24,4 @@ def judge(parsed: dict, profile) -> list[Finding]:
 
 
 CHECK = Check(id="ib_pairs", order=110, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
-              scope=Scope.PAIR, timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"})
+              scope=Scope.PAIR, timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE)

@@ -10,15 +10,10 @@ from __future__ import annotations
 from provision.checks.base import Check, Finding, Ready, Step
 from provision.checks.rules import measured
 from provision.errors import ParseError
+from provision.fabric.model import hca_names
 from provision.parsers import parse_tool
 
 BASE_PORT = 18515  # perftest's default TCP port for the connection exchange
-
-
-def hca_names(profile) -> list[str]:
-    """The profile's InfiniBand HCA device names (``hca.devices``, else mlx5_0..mlx5_N-1)."""
-    hca = profile["hca"]
-    return list(hca.get("devices") or [f"mlx5_{i}" for i in range(hca["count"])])
 
 
 def perftest_steps(profile, server, on: int = 0, server_on: int = 0) -> list[Step]:

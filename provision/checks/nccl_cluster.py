@@ -12,7 +12,7 @@ is the group's node count ("4-nodes").
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Scope, Step
+from provision.checks.base import Check, Finding, Role, Scope, Step
 from provision.checks.nccl_allreduce import SWEEP, allreduce
 from provision.parsers import parse_tool
 
@@ -51,4 +51,5 @@ PARAMS = {
 
 
 CHECK = Check(id="nccl_cluster", order=120, tool="mpirun", steps=steps, parse=parse, judge=judge,
-              needs=("gpu", "hca"), scope=Scope.GROUP, timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS)
+              needs=("gpu", "hca"), scope=Scope.GROUP, timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS,
+              role=Role.GROUP_EVIDENCE)

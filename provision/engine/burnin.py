@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 from provision import profiles
 from provision.checks import Check, registry
@@ -90,6 +90,7 @@ class Burnin:
         self.connecting = threading.BoundedSemaphore(CONNECTS_AT_ONCE)
         self.states = {h.name: HostState(h, records[h.name]) for h in hosts}
         self.cluster: dict | None = None
+        self.on_result: Callable[[CheckResult], None] | None = None
         self.say_lock = threading.Lock()
         for state in self.states.values():
             try:
@@ -100,21 +101,23 @@ class Burnin:
     def run(self, checks: list[Check], record: Callable[[CheckResult], None] | None = None,
             scope: str = "all", schedule_name: str = "quick") -> list[CheckResult]:
         """Every check's results, node scope first, each in check order then host order; then,
-        with ``scope`` cluster or all, the cluster procedure (``cluster.Procedure``) when its
-        checks are among ``checks``. ``self.cluster`` holds the procedure's rounds and suspects."""
-        static = [c for c in checks if c.id not in cluster.PROCEDURE
+        with ``scope`` cluster or all, the cluster procedure (``cluster.Procedure``, through this
+        engine's procedure protocol) when checks of each of its roles are among ``checks``.
+        ``self.cluster`` holds the procedure's rounds and suspects."""
+        procedure = scope != "node" and cluster.runs(checks)
+        static = [c for c in checks if c.role is None
                   and (scope == "all" or (c.scope is Scope.NODE) == (scope == "node"))]
         jobs = plan(static, {name: str(s.host.profile) for name, s in self.states.items()})
         self.control.emit(Planned(dict(Counter(j.check.id for j in jobs))))
         done = threading.Event()
         self.control.watch(done)
         previous_stack = _small_stacks()
+        self.on_result = record
         try:
             results = Scheduler(self.execute, lambda job: job.hosts, self.workers).run(
                 jobs, stop=self.control.stop, not_run=self._not_run, on_result=record)
-            ids = {c.id for c in checks}
-            if scope != "node" and set(cluster.PROCEDURE) <= ids and not self.control.stop.is_set():
-                more, self.cluster = cluster.Procedure(self, schedule_name, record, results).run()
+            if procedure and not self.control.stop.is_set():
+                more, self.cluster = cluster.Procedure(self, schedule_name, results, checks).run()
                 results += more
             return results
         finally:
@@ -123,6 +126,28 @@ class Burnin:
             for state in self.states.values():
                 if state.conn is not None:
                     state.conn.close()
+
+    # What a procedure may ask of this burn-in (provision.engine.procedure.Engine), and nothing more.
+    def hosts(self) -> list[str]:
+        return list(self.states)
+
+    def profile(self, host: str) -> profiles.Profile | None:
+        return self.states[host].profile
+
+    def stopped(self) -> bool:
+        return self.control.stop.is_set()
+
+    def run_round(self, jobs: Sequence[Job]) -> list[CheckResult]:
+        self.control.emit(Planned(dict(Counter(job.check.id for job in jobs))))  # the console's totals
+        return Scheduler(self.execute, lambda job: job.hosts, self.workers).run(
+            jobs, stop=self.control.stop, not_run=self._not_run)
+
+    def read_raw(self, raw: RawOutput, origin: str) -> str:
+        return self.rundir.read(raw.path, origin)
+
+    def record(self, result: CheckResult) -> None:
+        if self.on_result is not None:
+            self.on_result(result)
 
     def say(self, line: str) -> None:
         with self.say_lock:
@@ -310,9 +335,8 @@ def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, trans
     cluster or all), at most ``forks`` jobs at once (None: every host at once). ``cluster_out``
     (when given) receives the cluster procedure's record (``groups``: fabric, rounds, suspects)
     when the procedure ran."""
-    checks = [c for c in registry().values() if not only or c.id in only]
-    if only and set(only) & set(cluster.PROCEDURE):
-        checks += [c for c in registry().values() if c.id in cluster.PROCEDURE and c not in checks]
+    registered = list(registry().values())
+    checks = cluster.completed([c for c in registered if not only or c.id in only], registered)
     engine = Burnin(hosts, records, rundir, transport, control or Control(), forks)
     results = engine.run(checks, record, scope, schedule_name)
     if cluster_out is not None and engine.cluster is not None:

@@ -1,35 +1,33 @@
-"""The cluster procedure: discover the fabric, run IB pairs by schedule, localize what is slow.
+"""The cluster procedure: discover the fabric, run pair tests by schedule, localize what is slow.
 
-For each group of hosts sharing a hardware profile with InfiniBand HCAs (two or more):
-1. ``fabric`` (ibnetdiscover per rail on the group's first host) gives the planes;
-2. ``ib_pairs`` rounds by schedule (``provision.fabric.schedule``: quick or full), each round's
-   pairs at once;
-3. adaptive localization (``provision.fabric.localize``): rounds of ``nccl_cluster`` groups
-   (mpirun), ``ib_pairs`` pairs and probes (a pair test then a 2-node all-reduce on the same
-   hosts), until the localizer has its suspects;
+Its checks are found by the role they declare (``provision.checks.base.Role``), never by id, so a
+site's pair or group check (``PROVISION_CHECK_PATH``) with a role joins the schedule and the
+localization like ours. For each group of hosts sharing a hardware profile with InfiniBand HCAs (two or more):
+1. the fabric-discovery check (``fabric``: ibnetdiscover per rail on the group's first host) gives the planes;
+2. pair-evidence checks (``ib_pairs``) on rounds of pairs by schedule (``provision.fabric.schedule``:
+   quick or full), each round's pairs at once;
+3. adaptive localization (``provision.fabric.localize``): rounds of group-evidence checks
+   (``nccl_cluster``: mpirun) on groups, pair-evidence checks on pairs, and probes (the pair checks
+   then the group checks on the same two hosts), until the localizer has its suspects;
 4. one ``localize`` result naming each suspect (node, HCA or cable) with its evidence.
 Tests of steps 2-3 are evidence: they blame no host themselves (``CheckResult.evidence``).
 Ratios given to the localizer are measured / lower bound x ``localize.THRESHOLD``, so a test
-passes for the localizer exactly when it passes its reference.
+passes for the localizer exactly when it passes its reference; with several checks of a role on
+one test, the lowest ratio is the test's (per rail for pair checks).
+The procedure reaches the engine only through ``provision.engine.procedure.Engine``.
 """
 from __future__ import annotations
 
-from collections import Counter
-from typing import Callable
+from collections.abc import Sequence
 
-from provision.checks import faults, registry
-from provision.checks.base import Scope
-from provision.checks.fabric import planes as fabric_planes
-from provision.checks.ib_write_bw import hca_names
-from provision.engine.jobs import Job
-from provision.engine.scheduler import Scheduler
+from provision.checks import Check, Role, faults, registry
 from provision.errors import ParseError, ProvisionError
-from provision.fabric import localize, schedule
-from provision.fabric.model import Fabric, width_speed_for
-from provision.results.events import Planned
-from provision.results.model import FABRIC, CheckResult, Finding, Outcome
+from provision.fabric import discover, localize, schedule
+from provision.fabric.model import Fabric, hca_names, width_speed_for
+from provision.engine.jobs import Job
+from provision.engine.procedure import Engine
+from provision.results.model import FABRIC, CheckResult, Finding, Outcome, Scope
 
-PROCEDURE = ("fabric", "ib_pairs", "nccl_cluster")  # checks this procedure runs (never planned statically)
 LOCALIZE = "localize"  # the id of the procedure's verdict (not a registered check: it runs no tool)
 THRESHOLD = 0.9  # what the localizer counts as passing; ratios are scaled so it equals each test's lower bound
 # What a degraded width or speed in ibnetdiscover is worth as evidence for one cable: the port
@@ -38,48 +36,83 @@ DISCOVERY_WEIGHT = 0.95
 SUSPECT_FAULTS = {"node": "SUSPECT_NODE", "hca": "SUSPECT_HCA", "cable": "SUSPECT_CABLE"}
 
 
-class Procedure:
-    """The cluster procedure over ``burnin``'s hosts; ``record`` sees each result as it ends."""
+def by_role(checks: Sequence[Check]) -> dict[Role, list[Check]]:
+    """The procedure's checks among ``checks`` (every role, in the order given). Raises
+    ProvisionError when two checks declare fabric discovery: a group has one fabric to route by."""
+    out: dict[Role, list[Check]] = {role: [c for c in checks if c.role is role] for role in Role}
+    if len(out[Role.FABRIC_DISCOVERY]) > 1:
+        raise ProvisionError(f"checks {', '.join(c.id for c in out[Role.FABRIC_DISCOVERY])} all declare role "
+                             f"{Role.FABRIC_DISCOVERY.value}: one fabric per group to route by")
+    return out
 
-    def __init__(self, burnin, schedule_name: str, record: Callable[[CheckResult], None] | None,
-                 node_results: list[CheckResult] | None = None):
-        self.burnin, self.schedule_name, self.record = burnin, schedule_name, record
+
+def runs(checks: Sequence[Check]) -> bool:
+    """Whether ``checks`` hold the whole procedure: a fabric discovery, pair and group evidence."""
+    return all(by_role(checks).values())
+
+
+def completed(selected: list[Check], registered: Sequence[Check]) -> list[Check]:
+    """``selected`` plus, when it holds one of the procedure's checks, the registered checks of each
+    role it lacks (asking for ``ib_pairs`` brings the fabric discovery and the group checks)."""
+    roles = {c.role for c in selected if c.role is not None}
+    if not roles:
+        return selected
+    return selected + [c for c in registered if c.role is not None and c.role not in roles and c not in selected]
+
+
+class Procedure:
+    """The cluster procedure over ``engine``'s hosts, with the checks of ``checks`` that declare a
+    role (None: every registered one); each result is recorded through the engine as it is kept."""
+
+    def __init__(self, engine: Engine, schedule_name: str, node_results: list[CheckResult] | None = None,
+                 checks: Sequence[Check] | None = None):
+        self.engine, self.schedule_name = engine, schedule_name
         # A host a node-scope check failed or could not judge stays out: the multi-node tests would only
         # rediscover it, and every group it joined would be slow or broken (Azure and SuperBench test
         # across nodes only after the single-node checks pass).
         self.excluded = {r.hosts[0]: f"{r.check} {r.outcome.value}" for r in node_results or []
                          if r.scope is Scope.NODE and r.outcome in (Outcome.FAIL, Outcome.ERROR)}
-        checks = registry()
-        self.fabric_check, self.pair_check, self.group_check = (checks[c] for c in PROCEDURE)
+        roles = by_role(list(registry().values()) if checks is None else checks)
+        if not all(roles.values()):
+            raise ProvisionError("the cluster procedure needs a check of each role: "
+                                 + ", ".join(role.value for role, found in roles.items() if not found) + " missing")
+        self.fabric_check = roles[Role.FABRIC_DISCOVERY][0]
+        self.pair_checks, self.group_checks = roles[Role.PAIR_EVIDENCE], roles[Role.GROUP_EVIDENCE]
+        self.checks = {c.id: c for found in roles.values() for c in found}
         self.results: list[CheckResult] = []
         self.groups: list[dict] = []
 
     def run(self) -> tuple[list[CheckResult], dict]:
         for profile_name, hosts in self._groups().items():
             ready = [h for h in hosts if h not in self.excluded]
-            if len(ready) >= 2 and not self.burnin.control.stop.is_set():
+            if len(ready) >= 2 and not self.engine.stopped():
                 self._group(profile_name, ready, {h: self.excluded[h] for h in hosts if h in self.excluded})
         return self.results, {"groups": self.groups}
 
     def _groups(self) -> dict[str, list[str]]:
+        """Hosts by profile name, those whose profile the fabric discovery and some check of each
+        evidence role apply to."""
         out: dict[str, list[str]] = {}
-        for name, state in self.burnin.states.items():
-            if state.profile is not None and state.profile.has("hca") and state.profile.has("gpu"):
-                out.setdefault(state.profile.name, []).append(name)
+        for name in self.engine.hosts():
+            profile = self.engine.profile(name)
+            if profile is not None and _applies(self.fabric_check, profile) and all(self._for(profile)):
+                out.setdefault(profile.name, []).append(name)
         return out
+
+    def _for(self, profile) -> tuple[list[Check], list[Check]]:
+        """The pair and the group checks that apply to ``profile``."""
+        return ([c for c in self.pair_checks if _applies(c, profile)],
+                [c for c in self.group_checks if _applies(c, profile)])
 
     def _keep(self, result: CheckResult) -> CheckResult:
         self.results.append(result)
-        if self.record:
-            self.record(result)
+        self.engine.record(result)
         return result
 
     def _round(self, jobs: list[Job]) -> list[CheckResult]:
-        self.burnin.control.emit(Planned(dict(Counter(job.check.id for job in jobs))))  # the console's totals
-        out = Scheduler(self.burnin.execute, lambda job: job.hosts, self.burnin.workers).run(
-            jobs, stop=self.burnin.control.stop, not_run=self.burnin._not_run)
+        out = self.engine.run_round(jobs)
         for result in out:
-            if result.check != "fabric":
+            if result.check != self.fabric_check.id:
                 result.evidence = True
             self._keep(result)
         return out
@@ -89,29 +122,25 @@ class Procedure:
                        "suspects": [], "rounds_total": 0, "excluded": excluded}
         self.groups.append(entry)
         found = self._round([Job(self.fabric_check, tuple(hosts))])[0]
-        fabric = self._fabric(found, hosts)
+        fabric = self._fabric(found)
         if fabric is None:
             entry["error"] = f"no fabric to route by: {found.message}"
             return
         entry["fabric"] = fabric.to_dict()
-        profile = self.burnin.states[hosts[0]].judged_by
-        devices = hca_names(profile)
+        profile = self.engine.profile(hosts[0])
+        rig = _Rig(*self._for(profile), hca_names(profile))
         pairs = schedule.full(fabric, hosts) if self.schedule_name == "full" else schedule.quick(fabric, hosts)
+        phase = f"{'+'.join(c.id for c in rig.pair_checks)} {self.schedule_name}"
         for number, round_ in enumerate(pairs, 1):
-            results = self._round([Job(self.pair_check, pair, f"round{number}") for pair in round_])
             tests = [localize.Test("pair", pair, "schedule") for pair in round_]
-            obs = [self._observe(t, [r], profile, devices) for t, r in zip(tests, results)]
-            entry["rounds"].append({"round": number, "phase": f"ib_pairs {self.schedule_name}",
-                                    "tests": [_test_row(o) for o in obs]})
-        self._localize(entry, fabric, hosts, profile, devices)
+            obs = self._run_tests(rig, tests, f"round{number}")
+            entry["rounds"].append({"round": number, "phase": phase, "tests": [_test_row(o) for o in obs]})
+        self._localize(entry, fabric, hosts, profile, rig)
 
-    def _localize(self, entry: dict, fabric: Fabric, hosts: list[str], profile, devices: list[str]) -> None:
+    def _localize(self, entry: dict, fabric: Fabric, hosts: list[str], profile, rig: _Rig) -> None:
         finder = localize.Localizer(fabric, hosts, threshold=THRESHOLD, first_round=len(entry["rounds"]) + 1)
-        while not self.burnin.control.stop.is_set() and (tests := finder.next_round()):
-            tag = f"round{len(entry['rounds']) + 1}"
-            jobs = [job for t in tests for job in self._jobs(t, tag)]
-            results = iter(self._round(jobs))
-            obs = [self._observe(t, [next(results) for _ in self._jobs(t, tag)], profile, devices) for t in tests]
+        while not self.engine.stopped() and (tests := finder.next_round()):
+            obs = self._run_tests(rig, tests, f"round{len(entry['rounds']) + 1}")
             finder.observe(obs)
             entry["rounds"].append({"round": len(entry["rounds"]) + 1, "phase": "localize",
                                     "tests": [_test_row(o) for o in obs]})
@@ -120,46 +149,67 @@ class Procedure:
         entry["suspects"] = [_suspect_row(s) for s in suspects]
         entry["unknown"] = {"hosts": list(unknown["hosts"]),
                             "cables": [{"rail": r, "id": cid} for r, cid in unknown["cables"]]}
-        self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.burnin.control.stop.is_set(),
+        self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.engine.stopped(),
                                     entry["unknown"]))
         unjudged = _unjudged(unknown, [(f"{s.host} " if s.host else "") + _describe(s) for s in suspects])
-        if unjudged is not None and not self.burnin.control.stop.is_set():
+        if unjudged is not None and not self.engine.stopped():
             self._keep(unjudged)
 
-    def _jobs(self, test, tag: str) -> list[Job]:
-        """A group: one all-reduce; a pair: one ib_pairs job; a probe: the pair, then a 2-node all-reduce."""
-        hosts = tuple(test.hosts)
-        if test.kind == "group":
-            return [Job(self.group_check, hosts, tag)]
-        if test.kind == "pair":
-            return [Job(self.pair_check, hosts, tag)]
-        return [Job(self.pair_check, hosts, tag), Job(self.group_check, hosts, tag)]
+    def _run_tests(self, rig: _Rig, tests: list[localize.Test], tag: str) -> list[localize.Observation]:
+        """One round: every test's jobs at once; an observation per test from its jobs' results."""
+        jobs = [rig.jobs(t, tag) for t in tests]
+        results = iter(self._round([job for js in jobs for job in js]))
+        return [self._observe(t, [next(results) for _ in js], rig.devices) for t, js in zip(tests, jobs)]
 
-    def _fabric(self, found: CheckResult, hosts: list[str]) -> Fabric | None:
+    def _fabric(self, found: CheckResult) -> Fabric | None:
         if found.outcome is Outcome.ERROR or not found.raw:
             return None
+        check = self.fabric_check
         try:
-            parsed = {raw.key: self.fabric_check.parse(self.burnin.rundir.read(raw.path, "fabric"))
-                      for raw in found.raw}
-            planes = fabric_planes(parsed)
+            parsed = {raw.key: check.parse(self.engine.read_raw(raw, check.id)) for raw in found.raw}
+            planes = discover.planes(parsed)
         except (ParseError, ProvisionError):
             return None
         return Fabric([planes[key] for key in parsed])
 
-    def _observe(self, test, results: list[CheckResult], profile, devices: list[str]):
+    def _observe(self, test: localize.Test, results: list[CheckResult], devices: list[str]) -> localize.Observation:
+        """The test's ratios: a group check's measured metric (one its ``metrics`` declare) the
+        collective's, a pair check's per rail (the finding's device names the HCA); the lowest where
+        several checks measure one."""
         errors = [r.message for r in results if r.outcome is Outcome.ERROR]
-        ratio, rails = None, {}
+        ratios: list[float] = []
+        rails: dict[int, float] = {}
         for r in results:
+            check = self.checks[r.check]
             for f in r.findings:
-                if f.reference is None or f.metric not in ("busbw_GBps", "bw_avg_Gbps"):
+                if f.reference is None or f.metric not in check.metrics:
                     continue
                 low = f.reference.bounds()[0] or f.reference.value
                 value = float(f.value) / low * THRESHOLD if low else 0.0  # type: ignore[arg-type]
-                if f.metric == "busbw_GBps":
-                    ratio = value
+                if check.role is Role.GROUP_EVIDENCE:
+                    ratios.append(value)
                 elif f.device in devices:
-                    rails[devices.index(f.device)] = value
-        return localize.Observation(test, ratio, rails, "; ".join(errors))
+                    rail = devices.index(f.device)
+                    rails[rail] = min(value, rails.get(rail, value))
+        return localize.Observation(test, min(ratios) if ratios else None, rails, "; ".join(errors))
+
+
+class _Rig:
+    """A group's evidence checks (those its profile has what they need for) and its rails (HCA names)."""
+
+    def __init__(self, pair_checks: list[Check], group_checks: list[Check], devices: list[str]):
+        self.pair_checks, self.group_checks, self.devices = pair_checks, group_checks, devices
+
+    def jobs(self, test: localize.Test, tag: str) -> list[Job]:
+        """A group: each group check; a pair: each pair check; a probe: the pair checks, then the group
+        checks, on the same two hosts."""
+        checks = {"group": self.group_checks, "pair": self.pair_checks}.get(test.kind,
+                                                                            self.pair_checks + self.group_checks)
+        return [Job(check, tuple(test.hosts), tag) for check in checks]
+
+
+def _applies(check: Check, profile) -> bool:
+    return all(profile.has(need) for need in check.needs)
 
 
 def settle_twins(suspects: list, fabric: Fabric, profile) -> list:

@@ -50,6 +50,17 @@ def plane_from_ibnetdiscover(parsed: dict, name: str, hosts: list[str] | None = 
     return Plane(name, switches, hcas, links)
 
 
+def planes(parsed: dict) -> dict[str, Plane]:
+    """Step key (HCA device) -> its plane, from each dump's parse (``parse_tool("ibnetdiscover", ...)``).
+    Raises ParseError on a dump with no switch."""
+    out = {}
+    for dev, result in parsed.items():
+        if not result.get("switches"):
+            raise ParseError(f"{dev}: ibnetdiscover found no switch")
+        out[dev] = plane_from_ibnetdiscover(result, dev, None)
+    return out
+
+
 def fabric_from_dumps(dumps: Iterable[tuple[str, str]], hosts: list[str] | None = None,
                       names: list[str] | None = None, warn: Callable[[str], None] | None = None) -> Fabric:
     """A fabric of one plane per ``(source, text)`` dump, in the order given; plane i is named

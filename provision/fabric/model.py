@@ -56,6 +56,13 @@ def width_speed_for(rate: float) -> str:
     raise ValueError(f"no 4x InfiniBand speed runs at {rate} Gb/s")
 
 
+def hca_names(profile) -> list[str]:
+    """The profile's InfiniBand HCA device names (``hca.devices``, else mlx5_0..mlx5_N-1): one rail
+    (plane) each, in rail order."""
+    hca = profile["hca"]
+    return list(hca.get("devices") or [f"mlx5_{i}" for i in range(hca["count"])])
+
+
 @dataclass(frozen=True)
 class Link:
     """One cable: ends (``a``, ``a_port``) and (``b``, ``b_port``) as ibnetdiscover names

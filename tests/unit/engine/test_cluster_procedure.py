@@ -7,7 +7,6 @@ import random
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import yaml
 
@@ -16,6 +15,7 @@ from provision.checks.ib_write_bw import hca_names
 from provision.checks.rules import measured
 from provision.engine import cluster
 from provision.engine.control import Control
+from provision.engine.scheduler import Scheduler
 from provision.engine.verdict import verdict
 from provision.results.model import FABRIC, CheckResult, HostRecord, Outcome, RawOutput, Run, Scope
 from provision.results.store import RunStore
@@ -39,14 +39,35 @@ fabricsim = _module("fabricsim")
 
 
 class Engine:
-    """What the procedure needs of provision.engine.burnin.Burnin, answering from the sim's physics."""
+    """The procedure's protocol of the engine (provision.engine.procedure.Engine), answering each job
+    from the sim's physics."""
 
     def __init__(self, rundir, world, models):
         self.rundir, self.world, self.models, self.workers = rundir, world, models, 16
         self.control = Control(progress=lambda line: None)
-        self.states = {h: SimpleNamespace(profile=H100, judged_by=H100) for h in HOSTS}
+        self.profiles = {h: H100 for h in HOSTS}
         self.rng = random.Random(7)
         self.jobs = []
+        self.recorded = []
+
+    def hosts(self):
+        return list(self.profiles)
+
+    def profile(self, host):
+        return self.profiles[host]
+
+    def stopped(self):
+        return self.control.stop.is_set()
+
+    def run_round(self, jobs):
+        return Scheduler(self.execute, lambda job: job.hosts, self.workers).run(
+            jobs, stop=self.control.stop, not_run=self._not_run)
+
+    def read_raw(self, raw, origin):
+        return self.rundir.read(raw.path, origin)
+
+    def record(self, result):
+        self.recorded.append(result)
 
     def _not_run(self, job):
         return CheckResult(job.check.id, job.hosts, Outcome.ERROR, "not run", scope=job.check.scope, run_error=True)
@@ -117,7 +138,7 @@ def test_three_faults_are_named_and_nothing_healthy(tmp_path):
     models["node06"]["faults"]["slow_node"] = 0.7
     bad = _degrade_uplink(world, "node03", 5, 1)
     engine = Engine(rundir, world, models)
-    results, record = cluster.Procedure(engine, "quick", None).run()
+    results, record = cluster.Procedure(engine, "quick").run()
     [group] = record["groups"]
     got = {(s["kind"], s["host"], s["device"]) for s in group["suspects"]}
     assert got == {("hca", "node02", "mlx5_3"), ("node", "node06", None), ("cable", None, None)}
@@ -139,7 +160,7 @@ def test_three_faults_are_named_and_nothing_healthy(tmp_path):
 
 def test_a_healthy_rack_passes_with_every_cable_judged(tmp_path):
     rundir, world, models = _rack(tmp_path)
-    results, record = cluster.Procedure(Engine(rundir, world, models), "full", None).run()
+    results, record = cluster.Procedure(Engine(rundir, world, models), "full").run()
     [group] = record["groups"]
     assert group["suspects"] == [] and group["unknown"] == {"hosts": [], "cables": []}
     assert results[-1].outcome is Outcome.PASS, results[-1].message
@@ -157,7 +178,7 @@ def test_errors_leave_hosts_unjudged_and_the_verdict_an_error(tmp_path):
                                run_error=True)
         return healthy(job)
     engine.nccl_cluster = broken
-    results, record = cluster.Procedure(engine, "quick", None).run()
+    results, record = cluster.Procedure(engine, "quick").run()
     localize = results[-1]
     assert localize.outcome is Outcome.ERROR and "node04" in localize.message
     assert localize.message == "not judged: node04: their cluster tests kept failing to run"
@@ -167,7 +188,7 @@ def test_errors_leave_hosts_unjudged_and_the_verdict_an_error(tmp_path):
 def test_twin_cables_on_two_leaves_are_settled_by_discovery(tmp_path):
     rundir, world, models = _rack(tmp_path)
     bad = _degrade_uplink(world, "node01", 2, 0)
-    results, record = cluster.Procedure(Engine(rundir, world, models), "quick", None).run()
+    results, record = cluster.Procedure(Engine(rundir, world, models), "quick").run()
     [suspect] = record["groups"][0]["suspects"]
     assert suspect["kind"] == "cable" and suspect["alternatives"] == []
     assert any(e.get("test") == "ibnetdiscover" for e in suspect["evidence"])
@@ -179,15 +200,15 @@ def test_three_hosts_pass_and_a_host_failed_by_a_node_check_stays_out(tmp_path):
     rundir, world, models = _rack(tmp_path)
     world = rack.fabric_world(H100.data, hosts, {})
     engine = Engine(rundir, world, {h: models[h] for h in hosts})
-    engine.states = {h: engine.states[h] for h in hosts}
-    results, record = cluster.Procedure(engine, "quick", None).run()
+    engine.profiles = {h: engine.profiles[h] for h in hosts}
+    results, record = cluster.Procedure(engine, "quick").run()
     [group] = record["groups"]
     assert results[-1].outcome is Outcome.PASS, results[-1].message
     assert group["unknown"] == {"hosts": [], "cables": []}
 
     rundir, world, models = _rack(tmp_path / "eight")
     failed = CheckResult("xid", ("node02",), Outcome.FAIL, "xid = 79")
-    results, record = cluster.Procedure(Engine(rundir, world, models), "quick", None, [failed]).run()
+    results, record = cluster.Procedure(Engine(rundir, world, models), "quick", [failed]).run()
     [group] = record["groups"]
     assert "node02" not in group["hosts"] and group["excluded"] == {"node02": "xid fail"}
     assert all("node02" not in r.hosts for r in results)
