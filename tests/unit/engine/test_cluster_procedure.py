@@ -89,8 +89,11 @@ class Engine:
         result.raw = raw
         return result
 
-    def ib_pairs(self, job):
-        server, client = (self.models[h] for h in job.hosts)
+    def ib_pairs(self, job, models=None, metric="bw_avg_Gbps"):
+        """Per rail, ib_write_bw's figure between the pair through the sim's physics; ``models`` the hosts'
+        hardware (default the rack's), ``metric`` the finding's name."""
+        models = models or self.models
+        server, client = (models[h] for h in job.hosts)
         ref = H100.required_reference("ib_write_bw", "bw_avg_Gbps")
         findings = []
         for dev in hca_names(H100):
@@ -98,14 +101,14 @@ class Engine:
             factor = min(fabricsim.hca_factor(server, dev), fabricsim.hca_factor(client, dev),
                          fabricsim.path_factor(plane, (client["hostname"], dev), (server["hostname"], dev), self.rng))
             value = 392.3 * factor * self.rng.uniform(0.98, 1.02)  # figures.yaml's healthy CX-7 figure, noise
-            findings.append(measured(dev, "bw_avg_Gbps", value, ref, "IB_PAIR_SLOW"))
+            findings.append(measured(dev, metric, value, ref, "IB_PAIR_SLOW"))
         return _result(job, findings)
 
-    def nccl_cluster(self, job):
-        models = [self.models[h] for h in job.hosts]
+    def nccl_cluster(self, job, models=None, metric="busbw_GBps"):
+        models = [(models or self.models)[h] for h in job.hosts]
         busbw = fabricsim.ring_net_busbw_GBps(self.world, models, self.rng) * self.rng.uniform(0.98, 1.02)
         ref = H100.required_reference("nccl_cluster", "busbw_GBps")
-        return _result(job, [measured(f"{len(job.hosts)} nodes", "busbw_GBps", busbw, ref, "NCCL_CLUSTER_SLOW")])
+        return _result(job, [measured(f"{len(job.hosts)} nodes", metric, busbw, ref, "NCCL_CLUSTER_SLOW")])
 
 
 def _result(job, findings):
@@ -139,6 +142,7 @@ def test_three_faults_are_named_and_nothing_healthy(tmp_path):
     bad = _degrade_uplink(world, "node03", 5, 1)
     engine = Engine(rundir, world, models)
     results, record = cluster.Procedure(engine, "quick").run()
+    assert engine.recorded == results  # each result is recorded through the engine as the procedure keeps it
     [group] = record["groups"]
     got = {(s["kind"], s["host"], s["device"]) for s in group["suspects"]}
     assert got == {("hca", "node02", "mlx5_3"), ("node", "node06", None), ("cable", None, None)}
