@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from provision.checks import Check, Role, faults, registry
+from provision.engine.jobs import Job
+from provision.engine.procedure import Engine
 from provision.errors import ParseError, ProvisionError
 from provision.fabric import discover, localize, schedule
 from provision.fabric.model import Fabric, hca_names, width_speed_for
-from provision.engine.jobs import Job
-from provision.engine.procedure import Engine
 from provision.results.model import FABRIC, CheckResult, Finding, Outcome, Scope
 
 LOCALIZE = "localize"  # the id of the procedure's verdict (not a registered check: it runs no tool)
