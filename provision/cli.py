@@ -54,8 +54,8 @@ def _parser() -> argparse.ArgumentParser:
                            "one that someone else drained or downed; runs/<id>/drain.txt lists them either way")
             c.add_argument("--resume-passed", action="store_true", help="with --drain slurm: return to service the "
                            "nodes this tool drained (Reason 'burnin: ...') that now pass the checks they failed")
-            c.add_argument("--check-set", metavar="NAME", help="the checks of the profile's check_sets.NAME "
-                           "(e.g. quick, deep for nightly runs); not with --checks")
+            c.add_argument("--check-set", metavar="NAME", help="the checks tagged with set NAME (quick, deep for "
+                           "nightly runs) less the profile's exclude_checks; not with --checks")
             _history_option(c)
         if name == "burnin":
             _local_options(c)

@@ -51,7 +51,8 @@ def job(inventory_args: str | list[str], phases: tuple[str, ...], limit: list[st
     several inventories; with ``retry_failed`` (a run) only on the hosts whose install did not end
     ok there. Returns the exit status; raises ProvisionError for bad input.
     After a burn-in the run is gated against and stored in the history database ``history``
-    (``_remember``); ``check_set`` runs the profiles' ``check_sets[check_set]`` (``_check_set``).
+    (``_remember``); ``check_set`` runs the checks tagged with that set less the profiles' exclusions
+    (``_check_set``).
     An install first runs ``provision plan`` on the inventory and refuses to start when it finds an
     error, unless ``force``. ``shard`` ("K/N") keeps that shard of the GPU nodes
     (``provision.inventory.shard``); ``provision merge`` joins the shards' runs. ``local``: the burn-in
@@ -623,8 +624,7 @@ def _expected_width_speed(profile, found, err) -> str | None:
     """The profile's HCA rate as width and speed, else the cables' most common (and say so)."""
     from provision.fabric import discover, model
 
-    hca = profile.data.get("hca") if profile is not None else None
-    rate = hca.get("rate_Gbps") if isinstance(hca, dict) else None
+    rate = profile.hca.rate_Gbps if profile is not None else None
     if rate:
         try:
             return model.width_speed_for(float(rate))
@@ -841,27 +841,24 @@ def history_import(history_arg: str | None, run_args: list[str], progress=print)
 
 
 def _check_set(name: str, hosts: list, only_checks: list[str] | None) -> list[str]:
-    """The checks of the profiles' ``check_sets[name]`` for ``hosts`` (their union, in run order). Raises
-    ProvisionError with --checks given too, or naming the profile file and key of a set missing or
-    naming an unknown check."""
+    """The checks tagged with set ``name`` (``Check.sets``) less those every one of ``hosts``' profiles
+    excludes (``exclude_checks``; their union, in run order). Raises ProvisionError with --checks given
+    too, for a set no check has, or naming the profile file of an exclusion of an unknown check."""
     if only_checks is not None:
         raise ProvisionError("--check-set and --checks: give one of them")
-    known, wanted = checks.ids(), set()
-    first: dict[str, inv.Host] = {}
-    for host in hosts:
-        first.setdefault(str(host.profile), host)
-    for host in first.values():  # the first host of each profile speaks for it
-        profile = profiles.load(str(host.profile))
-        sets = profile.get("check_sets") or {}
-        if name not in sets:
-            raise ProfileError(f"host {host.name}: {profile.path}: check_sets.{name}: no such check set "
-                               f"(known: {', '.join(sorted(sets)) or 'none'})")
-        unknown = sorted(set(sets[name]) - set(known))
+    registry = checks.registry()
+    known = sorted({s for check in registry.values() for s in check.sets})
+    if name not in known:
+        raise ProfileError(f"--check-set {name}: no such check set (known: {', '.join(known) or 'none'})")
+    wanted: set[str] = set()
+    for profile_name in dict.fromkeys(str(host.profile) for host in hosts):
+        profile = profiles.load(profile_name)
+        unknown = sorted(set(profile.exclude_checks) - set(registry))
         if unknown:
-            raise ProfileError(f"{profile.path}: check_sets.{name}: unknown check {', '.join(unknown)} "
-                               f"(known: {', '.join(known)})")
-        wanted |= set(sets[name])
-    return [c for c in known if c in wanted]
+            raise ProfileError(f"{profile.path}: exclude_checks: unknown check {', '.join(unknown)} "
+                               f"(known: {', '.join(registry)})")
+        wanted |= {c for c, check in registry.items() if name in check.sets and c not in profile.exclude_checks}
+    return [c for c in registry if c in wanted]
 
 
 DRAIN_FILE = "drain.txt"  # beside report.json: `<host> <reason>` per failing host (provision.slurm.drain)

@@ -12,6 +12,9 @@ maps step key -> parse result). A multi-host check may declare the ``role`` it p
 cluster procedure (``Role``). The engine (``provision.engine``) runs the steps and decides
 the outcome in stages (``provision.engine.verdict``).
 
+``sets`` tags the check with the named sets it belongs to (nightly runs: ``quick`` reads the configuration
+and the links in minutes; ``deep`` is every check); a profile can only leave a check out (``exclude_checks``).
+
 Order bands: 10-29 diagnostics that name a dead part (a GPU off the bus), 30-49 configuration
 (stack, links, topology), 50-79 bandwidth, 80-99 stress; multi-host scopes after node scope.
 """
@@ -113,6 +116,7 @@ class Check:
     metrics: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)
     role: Role | None = None
+    sets: tuple[str, ...] = ()  # the named check sets it belongs to (``burnin --check-set quick``)
 
     def __post_init__(self) -> None:
         if self.role is not None and self.scope is not self.role.scope:  # the procedure runs it as its role's jobs

@@ -73,4 +73,5 @@ def _action(code: str) -> str:
 
 
 CHECK = Check(id="fabric", order=100, tool="ibnetdiscover", steps=steps, parse=parse, judge=judge, needs=("hca",),
+              sets=("deep",),
               scope=Scope.CLUSTER, timeout_s=120, metrics={}, role=Role.FABRIC_DISCOVERY)

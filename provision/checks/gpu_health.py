@@ -78,4 +78,5 @@ PARAMS: dict[str, dict] = {
 
 
 CHECK = Check(id="gpu_health", order=10, tool="nvidia-smi -q -x", steps=steps, parse=parse, judge=judge,
+              sets=("quick", "deep"),
               needs=("gpu",), timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS)

@@ -139,4 +139,5 @@ PARAMS = {
 
 
 CHECK = Check(id="gpu_stress", order=90, tool="gpu_burn + dcgmi diag", steps=steps, parse=parse, judge=judge,
+              sets=("deep",),
               needs=("gpu",), timeout_s=1800, metrics={"gflops": "Gflop/s"}, params=PARAMS)

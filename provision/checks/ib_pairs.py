@@ -24,4 +24,5 @@ def judge(parsed: dict, profile) -> list[Finding]:
 
 
 CHECK = Check(id="ib_pairs", order=110, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
+              sets=("deep",),
               scope=Scope.PAIR, timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE)

@@ -34,5 +34,6 @@ def judge(parsed: dict, profile) -> list[Finding]:
 
 
 CHECK = Check(id="ib_ports", order=46,
+              sets=("quick", "deep"),
               tool="ibstat", steps=steps, parse=parse, judge=judge, needs=("hca",), timeout_s=30,
               metrics={"ib_port_count": "", "rate_Gbps": "Gb/s"})

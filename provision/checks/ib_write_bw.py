@@ -71,4 +71,5 @@ PARAMS = {
 
 
 CHECK = Check(id="ib_write_bw", order=50, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
+              sets=("quick", "deep"),
               timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS)

@@ -74,5 +74,6 @@ PARAMS = {
 
 
 CHECK = Check(id="nccl_allreduce", order=70,
+              sets=("deep",),
               tool="all_reduce_perf", steps=steps, parse=parse, judge=judge, needs=("gpu",),
               timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS)

@@ -51,5 +51,6 @@ PARAMS = {
 
 
 CHECK = Check(id="nccl_cluster", order=120, tool="mpirun", steps=steps, parse=parse, judge=judge,
+              sets=("deep",),
               needs=("gpu", "hca"), scope=Scope.GROUP, timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS,
               role=Role.GROUP_EVIDENCE)

@@ -116,4 +116,5 @@ PARAMS = {
 
 
 CHECK = Check(id="nvbandwidth", order=60, tool="nvbandwidth", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+              sets=("deep",),
               timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"}, params=PARAMS)

@@ -67,5 +67,6 @@ def _gpu(device: str, links: list[dict], nv: dict) -> list[Finding]:
 
 
 CHECK = Check(id="nvlink", order=44,
+              sets=("quick", "deep"),
               tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu", "nvlink"),
               timeout_s=30, metrics={"gpu_count": "", "nvlink_active_links": ""})

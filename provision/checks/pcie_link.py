@@ -81,5 +81,6 @@ def _device(name: str, device: dict, pcie: dict) -> list[Finding]:
 
 
 CHECK = Check(id="pcie_link", order=40,
+              sets=("quick", "deep"),
               tool="lspci", steps=steps, parse=parse, judge=judge, needs=("gpu",), timeout_s=30,
               metrics={"gpu_count": "", "hca_count": "", "lnksta_speed_GTps": "GT/s", "lnksta_width": "lanes"})

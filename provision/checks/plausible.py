@@ -26,6 +26,7 @@ this (``provision.engine.verdict``).
 """
 from __future__ import annotations
 
+from provision.profiles.hardware import NVLink, PCIe
 from provision.results.model import Finding
 
 PCIE_GTps = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}  # PCI-SIG, per lane
@@ -55,11 +56,11 @@ def beyond(check: str, findings: list[Finding], profile) -> list[str]:
 def ceiling(check: str, finding: Finding, profile) -> tuple[float, str] | None:
     """(bound, source) for ``finding`` of ``check`` on ``profile``'s hardware; None when nothing bounds it."""
     metric, name = finding.metric, getattr(profile, "name", "?")
-    gpu, hca = _section(profile, "gpu"), _section(profile, "hca")
-    if (check, metric) in IB and _positive(hca.get("rate_Gbps")):
-        rate = float(hca["rate_Gbps"])
+    rate = profile.hca.rate_Gbps if profile is not None else None
+    if (check, metric) in IB and rate is not None and rate > 0:
         return 2 * rate, f"twice hca.rate_Gbps {rate:g} Gb/s of profile {name}"
-    pcie, nvlink = _pcie(gpu.get("pcie"), name), _nvlink(gpu.get("nvlink"), name)
+    pcie = _pcie(profile.gpu.pcie, name) if profile is not None else None
+    nvlink = _nvlink(profile.gpu.nvlink, name) if profile is not None else None
     if metric == "h2d_GBps" and pcie:
         return pcie
     path = nvlink or pcie
@@ -74,29 +75,21 @@ def ceiling(check: str, finding: Finding, profile) -> tuple[float, str] | None:
     return None
 
 
-def _pcie(pcie: object, name: str) -> tuple[float, str] | None:
+def _pcie(pcie: PCIe, name: str) -> tuple[float, str] | None:
     """One direction's theoretical peak of a PCIe link, GB/s, and its source."""
-    if not isinstance(pcie, dict) or pcie.get("gen") not in PCIE_GTps or not _positive(pcie.get("width")):
+    if pcie.gen not in PCIE_GTps or pcie.width <= 0:
         return None
-    gen, width = int(pcie["gen"]), int(pcie["width"])
+    gen, width = pcie.gen, pcie.width
     code = 0.8 if gen <= 2 else (128 / 130 if gen <= 5 else 1.0)
     peak = PCIE_GTps[gen] * width * code / 8
     return peak, f"PCIe Gen{gen} x{width} peak per direction {peak:.1f} GB/s (gpu.pcie of profile {name})"
 
 
-def _nvlink(nvlink: object, name: str) -> tuple[float, str] | None:
+def _nvlink(nvlink: NVLink | None, name: str) -> tuple[float, str] | None:
     """A GPU's NVLink bandwidth in one direction, GB/s, and its source; None without NVLink."""
-    if not isinstance(nvlink, dict) or not _positive(nvlink.get("links")) or not _positive(nvlink.get("speed_GBps")):
+    if nvlink is None or nvlink.links <= 0 or nvlink.speed_GBps <= 0:
         return None
-    links, speed = int(nvlink["links"]), float(nvlink["speed_GBps"])
+    links, speed = nvlink.links, nvlink.speed_GBps
     return links * speed, (f"NVLink {links} links x {speed:g} GB/s = {links * speed:.1f} GB/s per direction "
                            f"(gpu.nvlink of profile {name})")
 
-
-def _section(profile, key: str) -> dict:
-    found = profile.get(key) if profile is not None else None
-    return found if isinstance(found, dict) else {}
-
-
-def _positive(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0

@@ -17,20 +17,19 @@ def validate(profile) -> None:
     """Raise ProfileError unless every reference row of ``profile`` fits its check's declaration."""
     checks = registry()
     where = profile.path
-    for check_id, rows in (profile.get("references") or {}).items():
+    for check_id, rows in profile.references.items():
         check = checks.get(check_id)
         if check is None:
             raise ProfileError(f"{where}: references.{check_id}: no such check (known: {', '.join(checks)})")
-        for metric, row in (rows or {}).items():
+        for metric, row in rows.items():
             key = f"references.{check_id}.{metric}"
             if metric not in check.metrics:
                 raise ProfileError(f"{where}: {key}: {check_id} reports no such metric "
                                    f"(known: {', '.join(check.metrics) or 'none'})")
-            if row.get("unit") != check.metrics[metric]:
-                raise ProfileError(f"{where}: {key}.unit: must be {check.metrics[metric]!r}, "
-                                   f"not {row.get('unit')!r}")
+            if row.unit != check.metrics[metric]:
+                raise ProfileError(f"{where}: {key}.unit: must be {check.metrics[metric]!r}, not {row.unit!r}")
             declared = check.params.get(metric, {"properties": {}})
             errors = list(schema.Validator(  # the profiles' validator: an integer is an int, not 60.0
-                {"type": "object", "additionalProperties": False, **declared}).iter_errors(row.get("params") or {}))
+                {"type": "object", "additionalProperties": False, **declared}).iter_errors(row.params))
             if errors:
                 raise ProfileError(f"{where}: {schema.describe(errors[0], key + '.params')}")

@@ -151,4 +151,5 @@ def _judge_packages(result: dict, profile) -> list[Finding]:
 
 
 CHECK = Check(id="stack", order=30, tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, parse=parse, judge=judge,
+              sets=("quick", "deep"),
               timeout_s=60, metrics={})

@@ -131,5 +131,6 @@ PARAMS = {
 
 
 CHECK = Check(id="storage", order=75, tool="cat bonding + fio", steps=steps, parse=parse, judge=judge,
+              sets=("deep",),
               needs=("storage",), timeout_s=300, metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"},
               params=PARAMS)

@@ -60,4 +60,5 @@ def _nearest_nic(gpu: str, topo: dict, expected: str) -> Finding:
 
 
 CHECK = Check(id="topology", order=42, tool="nvidia-smi topo -m", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+              sets=("quick", "deep"),
               timeout_s=30, metrics={"gpu_count": ""})

@@ -133,4 +133,5 @@ def _finding(event: dict, recovery: str | None) -> Finding:
 
 
 CHECK = Check(id="xid", order=20, tool="dmesg", steps=steps, parse=parse, judge=judge, needs=("gpu",), timeout_s=30,
+              sets=("quick", "deep"),
               metrics={"xid_count": ""})

@@ -218,8 +218,8 @@ def settle_twins(suspects: list, fabric: Fabric, profile) -> list:
     discovery when exactly one of them runs below the expected width and speed: ibnetdiscover
     names it, and it becomes the suspect (its confidence combined with that evidence)."""
     try:
-        expected = width_speed_for(float(profile["hca"]["rate_Gbps"]))
-    except (KeyError, TypeError, ValueError):
+        expected = width_speed_for(float(profile.hca.rate_Gbps))
+    except (TypeError, ValueError):
         return suspects
     degraded = {(p.name, lk.id): lk.width_speed for p in fabric.planes for lk in p.degraded(expected)}
     for s in suspects:

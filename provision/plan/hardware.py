@@ -50,19 +50,18 @@ def balance(profile, site: dict | None = None) -> list[Finding]:
 
 
 def _nic_paths(profile) -> list[Finding]:
-    hca, gpu = profile.get("hca") or {}, profile.get("gpu") or {}
-    if not hca.get("count"):
+    hca, gpu_link = profile.hca, profile.gpu.pcie
+    if not hca.count:
         return []
-    link = hca.get("pcie") or {}
-    nic = pcie_GBps(int(link.get("gen", 0)), int(link.get("width", 0)))
-    gpu_link = gpu.get("pcie") or {}
-    gpu_GBps = pcie_GBps(int(gpu_link.get("gen", 0)), int(gpu_link.get("width", 0)))
-    line_GBps = float(hca["rate_Gbps"]) / 8
-    subject = f"{hca.get('model', 'HCA')} {hca['rate_Gbps']} Gb/s on PCIe Gen{link.get('gen')} x{link.get('width')}"
+    link = hca.pcie  # the schema requires it (and model, rate_Gbps) with a count
+    nic = pcie_GBps(link.gen, link.width)
+    gpu_GBps = pcie_GBps(gpu_link.gen, gpu_link.width)
+    line_GBps = hca.rate_Gbps / 8
+    subject = f"{hca.model or 'HCA'} {hca.rate_Gbps:g} Gb/s on PCIe Gen{link.gen} x{link.width}"
     if nic is None:
         return [Finding(WARNING, subject, "unknown PCIe generation: the link is not checked", PCIE_SOURCE)]
     path = min(nic, gpu_GBps) if gpu_GBps else nic
-    via = "its PCIe link" if path == nic else f"the GPU's PCIe Gen{gpu_link.get('gen')} x{gpu_link.get('width')}"
+    via = "its PCIe link" if path == nic else f"the GPU's PCIe Gen{gpu_link.gen} x{gpu_link.width}"
     if line_GBps > path:
         return [Finding(WARNING, subject, f"line rate {line_GBps:.1f} GB/s per direction exceeds {via} "
                         f"({path:.1f} GB/s): the link caps it at {path * 8:.0f} Gb/s ({path / line_GBps:.0%}); a "
@@ -72,21 +71,20 @@ def _nic_paths(profile) -> list[Finding]:
 
 
 def _nvlink(profile) -> list[Finding]:
-    hca, gpu = profile.get("hca") or {}, profile.get("gpu") or {}
-    if not hca.get("count") or not gpu.get("count"):
+    hca, gpu = profile.hca, profile.gpu
+    if not hca.count or not gpu.count:
         return []
-    share_GBps = int(hca["count"]) * float(hca["rate_Gbps"]) / 8 / int(gpu["count"])
-    nvlink = gpu.get("nvlink") or {}
-    links = int(nvlink.get("links") or 0)
+    share_GBps = hca.count * hca.rate_Gbps / 8 / gpu.count
+    nvlink = gpu.nvlink
+    links = nvlink.links if nvlink is not None else 0
     source = "the profile's gpu.nvlink (links x speed_GBps per direction) and hca (count x rate_Gbps)"
-    if not links:
-        pcie = gpu.get("pcie") or {}
-        rate = pcie_GBps(int(pcie.get("gen", 0)), int(pcie.get("width", 0)))
+    if nvlink is None or not links:
+        rate = pcie_GBps(gpu.pcie.gen, gpu.pcie.width)
         where = f"PCIe ({rate:.1f} GB/s per direction)" if rate else "PCIe"
-        return [Finding(INFO, f"GPU {gpu.get('model')}", f"no NVLink: GPU-GPU traffic inside the node shares {where} "
+        return [Finding(INFO, f"GPU {gpu.model}", f"no NVLink: GPU-GPU traffic inside the node shares {where} "
                         f"with the NIC traffic ({share_GBps:.1f} GB/s per GPU)", source)]
-    per_gpu = links * float(nvlink["speed_GBps"])
-    subject = f"NVLink{nvlink.get('version', '')} {links} links per GPU"
+    per_gpu = links * nvlink.speed_GBps
+    subject = f"NVLink{nvlink.version} {links} links per GPU"
     if per_gpu < share_GBps:
         return [Finding(WARNING, subject, f"{per_gpu:.0f} GB/s per GPU is below its NIC share ({share_GBps:.1f} GB/s): "
                         "the node's own links bound collectives", source)]
@@ -132,20 +130,19 @@ def checkpoint(target: dict, storage: dict | None) -> list[Finding]:
 
 def node_power_W(profile) -> tuple[float | None, str]:
     """(the node's maximum power in W, its source) from the profile's ``power``; (None, why) without it."""
-    power = profile.get("power") or {}
-    if power.get("node_max_W"):
-        return float(power["node_max_W"]), str(power.get("source", "the profile's power.node_max_W"))
+    if profile.power is not None:
+        return profile.power.node_max_W, profile.power.source
     return None, f"profile {profile.name} has no power.node_max_W"
 
 
 def rack_power(profile, rack: dict) -> list[Finding]:
     """``rack['nodes']`` nodes of the profile against ``rack['budget_kW']``."""
-    gpu = profile.get("gpu") or {}
+    gpu = profile.gpu
     node_W, source = node_power_W(profile)
     nodes, budget = int(rack["nodes"]), float(rack["budget_kW"])
     subject = f"rack of {nodes} x {profile.name}"
     if node_W is None:
-        gpu_kW = nodes * int(gpu.get("count", 0)) * float(gpu.get("power_cap_W", 0)) / 1000
+        gpu_kW = nodes * gpu.count * gpu.power_cap_W / 1000
         severity = ERROR if gpu_kW > budget else WARNING
         return [Finding(severity, subject, f"the GPUs alone draw {gpu_kW:.1f} kW of the {budget:g} kW budget; the "
                         f"rest of the node is unknown ({source})", "the profile's gpu.power_cap_W")]

@@ -66,7 +66,6 @@ def stacks(sources: Sequence[Path], vault: Vault = Vault(), limit: list[str] | N
 def stack_of(host: str, values: dict, target: str) -> Stack:
     """One host's Stack for ``target`` from its templated variables. Raises ProfileError, InventoryError."""
     profile = profiles.load(str(values["provision_profile"]))
-    gpu = profile.get("gpu") or {}
     envs = []
     raw_envs = values.get("framework_venv_envs") or []
     if not isinstance(raw_envs, list) or not all(isinstance(e, dict) for e in raw_envs):
@@ -84,8 +83,7 @@ def stack_of(host: str, values: dict, target: str) -> Stack:
     if not isinstance(interpreter, str) or not interpreter.strip():
         raise InventoryError(f"host {host}: field 'framework_venv_python' must be an interpreter such as python3.11, "
                              f"got {interpreter!r}")
-    return Stack(target=target, gpu=str(gpu.get("model", profile.name)),
-                 compute_capability=str(gpu.get("compute_capability", "")),
+    return Stack(target=target, gpu=profile.gpu.model, compute_capability=profile.gpu.compute_capability,
                  driver=pins["nvidia_driver_version"], cuda=pins["cuda_toolkit_version"],
                  cudnn=pins["cudnn_version"], nccl=pins["nccl_version"], nccl_cuda=pins["nccl_cuda_version"],
                  interpreter=interpreter, envs=tuple(envs))

@@ -152,8 +152,7 @@ def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue
     if down < 1 or up < 1:
         raise ProvisionError(f"--oversubscription {oversubscription}: leaves {down} down and {up} up ports of "
                              f"{radix}; each leaf needs both")
-    gpu, hca = profile.get("gpu") or {}, profile.get("hca") or {}
-    per_node, hcas_per_node = int(gpu.get("count", 0)), int(hca.get("count", 0))
+    per_node, hcas_per_node = profile.gpu.count, profile.hca.count
     if per_node < 1:
         raise ProvisionError(f"--profile {profile.name}: gpu.count must be at least 1")
     nodes = math.ceil(gpus / per_node)
@@ -174,7 +173,7 @@ def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue
     return Sizing(gpus=gpus, profile=profile.name, nodes=nodes, hcas=nodes * hcas_per_node, radix=radix, down=down,
                   up=up, planes=planes if endpoints else 0, zones=zones, leaves_per_zone=leaves,
                   spines_per_zone=spines, capacity=capacity,
-                  gpu_MW=gpus * float(gpu.get("power_cap_W", 0)) / 1e6, it_MW=it_MW,
+                  gpu_MW=gpus * profile.gpu.power_cap_W / 1e6, it_MW=it_MW,
                   facility_MW=it_MW * pue if it_MW is not None else None, pue=pue, power_source=source,
                   node_burnin_s=node_burnin_s(profile), cluster_burnin_s=cluster_burnin_s(profile, nodes),
                   localize_s=LOCALIZE_ROUNDS * (_ib_pass_s(profile) + CHECK_OVERHEAD_s) if nodes > 1 else 0.0)
@@ -183,12 +182,11 @@ def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue
 def node_burnin_s(profile) -> float:
     """Seconds of one node's checks: each check's measured part from its profile params (gpu_stress
     duration_s; ib_write_bw duration_s per HCA, one after another) or ``FIXED_s``, plus ``CHECK_OVERHEAD_s``."""
-    refs = profile.get("references") or {}
     total = 0.0
     for check, seconds in FIXED_s.items():
-        if check in refs or check in ("xid", "pcie_link", "topology", "nvlink", "stack"):
+        if check in profile.references or check in ("xid", "pcie_link", "topology", "nvlink", "stack"):
             total += seconds + CHECK_OVERHEAD_s
-    stress = _param(refs, "gpu_stress", "duration_s")
+    stress = _param(profile, "gpu_stress", "duration_s")
     if stress:
         total += stress + CHECK_OVERHEAD_s
     total += _ib_pass_s(profile) + (CHECK_OVERHEAD_s if _ib_pass_s(profile) else 0)
@@ -206,14 +204,14 @@ def cluster_burnin_s(profile, nodes: int) -> float:
 
 
 def _ib_pass_s(profile) -> float:
-    hca = profile.get("hca") or {}
-    seconds = _param(profile.get("references") or {}, "ib_write_bw", "duration_s")
-    return float(seconds or 0) * int(hca.get("count", 0))
+    seconds = _param(profile, "ib_write_bw", "duration_s")
+    return float(seconds or 0) * profile.hca.count
 
 
-def _param(refs: dict, check: str, name: str) -> float | None:
-    for row in (refs.get(check) or {}).values():
-        value = (row.get("params") or {}).get(name)
+def _param(profile, check: str, name: str) -> float | None:
+    """Test parameter ``name`` of the first of ``check``'s references that has it, else None."""
+    for ref in profile.references.get(check, {}).values():
+        value = ref.params.get(name)
         if value is not None:
             return float(value)
     return None

@@ -5,11 +5,16 @@ and the ``references`` the burn-in judges against (ReFrame semantics: ``value`` 
 ``lower`` and ``upper`` bounds as signed fractions of it, ``null`` for unbounded; each with
 its ``unit``, the test ``params`` it holds for, and its ``source``). Its schema,
 ``profile.schema.json``, refuses unknown keys, so a misspelt key is an error, never a rule
-silently turned off.
+silently turned off. Readers use the typed parts (``provision.profiles.hardware``), built once from
+the validated mapping: ``profile.gpu.count``, ``profile.hca.rate_Gbps``, ``profile.reference(check, metric)``.
+Adding a profile is one data file (and the simulator's figures where it simulates the SKU).
 
 The rest of what a check needs lives with its own concern:
 - software pins: ``stack_release.yaml`` (``Profile.stack``; the roles read the same file);
-- site facts: the inventory's ``provision_storage`` (``Profile.site``, ``site.schema.json``);
+- site facts: the inventory's ``provision_storage`` (``Profile.site``, ``site.schema.json``), and the
+  references that are the site's rather than the hardware's (the checkpoint store's write bandwidth):
+  ``site_references.yaml``, merged into every profile as it loads (a site overrides them as any other);
+- check sets: tags on each check (``Check.sets``); a profile only excludes checks (``exclude_checks``);
 - the simulator's healthy figures: ``provision/sim/figures.yaml``.
 ``for_host`` puts a host's profile together: the profile, the site's reference overrides
 (``provision_reference_overrides``) and its site facts.
@@ -29,33 +34,70 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from provision.errors import ProfileError
-from provision.profiles import release, schema
+from provision.profiles import hardware, release, schema
 from provision.profiles.frozen import freeze
+from provision.profiles.hardware import GPU, HCA, Hardware, Power, Topology
 from provision.results.model import Reference
 
 DATA_DIR = Path(__file__).with_name("data")
+SITE_REFERENCES = Path(__file__).with_name("site_references.yaml")
 BONDING_DIR = "/proc/net/bonding"  # the bonding driver's status files (kernel bonding.rst)
-# Hardware feature -> the key path whose value must be truthy (``Profile.has``).
-FEATURES = {"gpu": ("gpu", "count"), "hca": ("hca", "count"), "nvlink": ("gpu", "nvlink", "links")}
+FEATURES = ("gpu", "hca", "nvlink")  # hardware features a check may need (``Profile.has``), besides storage
 SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
 
 
 @dataclass(frozen=True)
 class Profile:
-    """A hardware profile as a host sees it: ``data`` the validated YAML mapping, ``path`` where
-    it came from, ``target`` the node's NVIDIA repository folder (``for_target``; None before
-    the node's OS is known) and ``site`` the host's site facts ({"storage": {...}})."""
+    """A hardware profile as a host sees it: its typed hardware (``gpu``, ``hca``, ``topology``, ``power``,
+    ``references``, ``exclude_checks``), ``data`` the validated YAML mapping they are built from (what
+    overrides merge into and the simulator builds a node from), ``path`` where it came from, ``target``
+    the node's NVIDIA repository folder (``for_target``; None before the node's OS is known) and ``site``
+    the host's site facts ({"storage": {...}})."""
 
     name: str
     data: dict
     path: str
     target: str | None = None
     site: dict = field(default_factory=dict)
+    hardware: Hardware = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hardware", _hardware(self.data))
+
+    @property
+    def description(self) -> str:
+        return self.hardware.description
+
+    @property
+    def gpu(self) -> GPU:
+        return self.hardware.gpu
+
+    @property
+    def hca(self) -> HCA:
+        return self.hardware.hca
+
+    @property
+    def topology(self) -> Topology:
+        return self.hardware.topology
+
+    @property
+    def power(self) -> Power | None:
+        return self.hardware.power
+
+    @property
+    def references(self) -> Mapping[str, Mapping[str, Reference]]:
+        """check -> metric -> Reference (read-only, shared)."""
+        return self.hardware.references
+
+    @property
+    def exclude_checks(self) -> tuple[str, ...]:
+        return self.hardware.exclude_checks
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -74,20 +116,17 @@ class Profile:
         """Whether the host has ``feature``: gpu, hca, nvlink (hardware) or storage (site facts)."""
         if feature == "storage":
             return bool(self.site.get("storage"))
-        if feature not in FEATURES:
-            raise ValueError(f"unknown feature {feature!r} (known: {', '.join([*FEATURES, 'storage'])})")
-        value: Any = self.data
-        for key in FEATURES[feature]:
-            value = value.get(key) if isinstance(value, dict) else None
-        return bool(value)
+        if feature == "gpu":
+            return self.gpu.count > 0
+        if feature == "hca":
+            return self.hca.count > 0
+        if feature == "nvlink":
+            return self.gpu.nvlink is not None and self.gpu.nvlink.links > 0
+        raise ValueError(f"unknown feature {feature!r} (known: {', '.join([*FEATURES, 'storage'])})")
 
     def reference(self, check: str, metric: str) -> Reference | None:
-        """The reference for ``check``/``metric``, or None when the profile has none."""
-        row = self.data.get("references", {}).get(check, {}).get(metric)
-        if row is None:
-            return None
-        return Reference(value=float(row["value"]), lower=row["lower"], upper=row["upper"], unit=row["unit"],
-                         source=row["source"], params=dict(row.get("params") or {}))
+        """The reference for ``check``/``metric`` (shared, read-only), or None when the profile has none."""
+        return self.references.get(check, {}).get(metric)
 
     def required_reference(self, check: str, metric: str) -> Reference:
         """The reference a check cannot run or judge without. Raises ProfileError naming it."""
@@ -135,6 +174,19 @@ class Profile:
         return self if target is None else dataclasses.replace(self, target=target)
 
 
+def _hardware(data: dict) -> Hardware:
+    """The typed hardware of ``data``, built once per mapping: every view that shares a profile's data
+    (another target, other site facts) shares its hardware."""
+    found = _BUILT.get(id(data))
+    if found is not None and found[0] is data:
+        return found[1]
+    built = hardware.build(data)
+    if len(_BUILT) >= MAX_VIEWS:
+        _BUILT.clear()
+    _BUILT[id(data)] = (data, built)  # the mapping is kept with its hardware, so that its id names it
+    return built
+
+
 def _near(name: str, known) -> str:
     """' (did you mean X?)' for a misspelt check or metric of an override, when difflib finds one."""
     close = difflib.get_close_matches(name, list(known), n=1)
@@ -168,6 +220,7 @@ def for_host(profile_name: str, host_vars: dict, host_name: str) -> Profile:
 
 MAX_VIEWS = 4096  # distinct host views kept; beyond it the memo starts again (a bound, not a tuned figure)
 _VIEWS: dict[tuple, tuple[Profile, Profile]] = {}
+_BUILT: dict[int, tuple[dict, Hardware]] = {}
 
 
 def target_of(os_release: dict) -> str | None:
@@ -205,8 +258,24 @@ def _parsed(path: Path, text: str) -> Profile:
         data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if isinstance(data, dict) and isinstance(data.get("references"), dict):  # the profile's own rows first
+        own = data["references"]
+        data["references"] = {**own, **{k: v for k, v in site_references().items() if k not in own}}
     schema.validate(data, "profile", str(path))
     return Profile(data["name"], freeze(data), str(path))
+
+
+@functools.cache
+def site_references() -> dict:
+    """The references of ``site_references.yaml`` (check -> metric -> row), validated, read once: the
+    figures that belong to the site, not the hardware (a site overrides them with
+    ``provision_reference_overrides``). A profile's own row of the same check replaces them."""
+    try:
+        data = yaml.load(SITE_REFERENCES.read_text(), Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{SITE_REFERENCES}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    schema.validate(data, "references", str(SITE_REFERENCES))
+    return freeze(data["references"])
 
 
 # libyaml's safe loader when PyYAML was built with it (the same YAML, several times faster), else PyYAML's own.

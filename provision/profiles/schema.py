@@ -40,8 +40,16 @@ Validator = jsonschema.validators.extend(
 
 @functools.cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
-    """The validator of ``<name>.schema.json`` (checked against the metaschema once)."""
-    schema = json.loads((HERE / f"{name}.schema.json").read_text())
+    """The validator of ``<name>.schema.json`` (checked against the metaschema once); ``references`` is
+    the profile schema's ``references`` alone (the shared file ``site_references.yaml``: one definition
+    of a reference row)."""
+    if name == "references":
+        profile = json.loads((HERE / "profile.schema.json").read_text())
+        schema = {"$schema": profile["$schema"], "$defs": profile["$defs"], "type": "object",
+                  "additionalProperties": False, "required": ["references"],
+                  "properties": {"references": profile["properties"]["references"]}}
+    else:
+        schema = json.loads((HERE / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return Validator(schema)
 

@@ -73,13 +73,13 @@ def _check_fabric_shape(path: Path, data: dict, nodes: int, shape: dict) -> None
     no leaf without a node, hosts and uplinks within a leaf's radix, cables within a spine's, no spine
     without a cable. Checked here so a scenario fails before its rack starts, naming file and field."""
     profile = profiles.load(data.get("profile", DEFAULT_PROFILE))
-    hca = profile.data.get("hca") or {}
-    if not hca.get("count") or hca.get("link_layer", "InfiniBand") != "InfiniBand":
+    hca = profile.hca
+    if not hca.count or hca.link_layer != "InfiniBand":
         if shape:
             raise ProvisionError(f"{path}: fabric: profile {profile.name} has no InfiniBand HCAs to cable")
         return
     try:
-        speed = width_speed_for(float(hca.get("rate_Gbps", 400)))[2:]
+        speed = width_speed_for(float(hca.rate_Gbps or 400))[2:]
     except (TypeError, ValueError):
         speed = "NDR"  # what rack.fabric_world falls back to
     _check_switch_ports(path, nodes, shape, speed, synth.RADIX.get(speed, 64))

@@ -1,5 +1,6 @@
 """Hardware profiles, the stack release and site facts: loading, schema errors, a host's profile."""
 import copy
+import json
 import re
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from provision.profiles import release
 from provision.results.model import Reference
 
 H100_PATH = profiles.DATA_DIR / "h100-sxm5-80g-ndr.yaml"
+SCHEMA = json.loads((profiles.DATA_DIR.parent / "profile.schema.json").read_text())
+KNOWN_KEYS = ", ".join(sorted(SCHEMA["properties"]))  # the schema's own top-level keys, not a list kept here
 STORAGE = {"bond": "bond0", "mode": "802.3ad", "slaves": 2, "slave_speed_Mbps": 25000,
            "checkpoint_path": "/mnt/checkpoint"}
 
@@ -36,7 +39,7 @@ def load_error(path: Path) -> str:
 def test_every_bundled_profile_loads_and_every_reference_has_a_source():
     for name in profiles.names():
         profile = profiles.load(name)
-        for check, metrics in profile["references"].items():
+        for check, metrics in profile.references.items():
             for metric in metrics:
                 ref = profile.reference(check, metric)
                 assert isinstance(ref, Reference) and ref.source and ref.unit, (name, check, metric)
@@ -47,6 +50,63 @@ def test_profiles_hold_hardware_facts_only():
         assert not {"stack", "driver", "storage", "simulation"} & set(profiles.load(name).data), name
 
 
+def test_a_profile_is_typed_and_its_typed_parts_are_built_once():
+    h100, rtx = profiles.load("h100-sxm5-80g-ndr"), profiles.load("rtx4090-pcie")
+    assert (h100.gpu.count, h100.gpu.model, h100.gpu.pcie.gen) == (8, "NVIDIA H100 80GB HBM3", 5)
+    assert h100.gpu.nvlink.links == 18 and h100.gpu.bus_ids[0] == "00000000:19:00.0"
+    assert (h100.hca.count, h100.hca.rate_Gbps, h100.topology.gpu_gpu, h100.power.node_max_W) == (8, 400, "NV18", 10200)
+    assert (rtx.hca.count, rtx.hca.rate_Gbps, rtx.hca.pcie, rtx.power, rtx.topology.gpu_gpu) == (0, None, None, None,
+                                                                                                  None)
+    assert h100.reference("ib_write_bw", "bw_avg_Gbps") is h100.references["ib_write_bw"]["bw_avg_Gbps"]
+    with pytest.raises(AttributeError):
+        h100.gpu.count = 4  # type: ignore[misc]
+    view = profiles.for_host("h100-sxm5-80g-ndr", {"provision_storage": STORAGE}, "n1").for_target("debian12")
+    assert view.hardware is h100.hardware  # another host's view of the same data shares its hardware
+    overridden = profiles.for_host("h100-sxm5-80g-ndr", {"provision_reference_overrides": {
+        "ib_write_bw": {"bw_avg_Gbps": {"value": 360}}}}, "n2")
+    assert overridden.reference("ib_write_bw", "bw_avg_Gbps").value == 360 and overridden.gpu == h100.gpu
+
+
+def test_the_sites_references_are_in_one_file_and_reach_every_profile():
+    shared = yaml.safe_load(profiles.SITE_REFERENCES.read_text())["references"]
+    assert set(shared) == {"storage"}
+    for name in profiles.names():
+        assert "storage" not in yaml.safe_load((profiles.DATA_DIR / f"{name}.yaml").read_text())["references"], name
+        assert profiles.load(name).reference("storage", "write_bw_MiBps").value == 6000.0, name
+    site = {"provision_reference_overrides": {"storage": {"write_bw_MiBps": {"value": 9000}}}}
+    assert profiles.for_host("rtx4090-pcie", site, "n1").reference("storage", "write_bw_MiBps").value == 9000
+
+
+def test_a_profile_only_excludes_checks(tmp_path):
+    text = load_error(write_variant(tmp_path, lambda d: d.__setitem__("exclude_checks", ["Gpu Health"])))
+    assert re.search(r"x.yaml: exclude_checks.0: 'Gpu Health' does not match", text), text
+    text = load_error(write_variant(tmp_path, lambda d: d.__setitem__("check_sets", {"quick": ["xid"]})))
+    assert "x.yaml: check_sets: unknown key" in text
+    path = write_variant(tmp_path, lambda d: d.__setitem__("exclude_checks", ["gpu_stress"]))
+    assert profiles.load(str(path)).exclude_checks == ("gpu_stress",)
+
+
+def test_a_b200_profile_loads_from_one_data_file_and_agrees_with_a_real_capture():
+    from provision.plan import hardware, sizing
+
+    assert "b200-hgx" in profiles.names()
+    b200 = profiles.load("b200-hgx")
+    references.validate(b200)  # every row fits its check's declaration
+    capture = json.loads((paths.ROOT / "tests/data/samples/nvidia_smi_qx_b200_8gpu_driver580_hgx.json").read_text())
+    gpus = capture["expected"]["gpus"]
+    assert {g["name"] for g in gpus} == {b200.gpu.model} and len(gpus) == b200.gpu.count == 8
+    assert b200.gpu.bus_ids == tuple(g["bus_id"] for g in gpus)
+    text = (paths.ROOT / "tests/data/samples/nvidia_smi_qx_b200_8gpu_driver580_hgx.txt").read_text()
+    assert f"<total>{b200.gpu.memory_total_MiB} MiB</total>" in text and "<max_link_gen>5</max_link_gen>" in text
+    assert (b200.gpu.nvlink.version, b200.gpu.nvlink.links, b200.hca.count, b200.hca.rate_Gbps) == (5, 18, 8, 400)
+    assert b200.reference("nccl_allreduce", "busbw_GBps") is None  # no published figure: left out, not guessed
+    assert all(ref.source for rows in b200.references.values() for ref in rows.values())
+    sized = sizing.size(1024, b200)
+    assert (sized.nodes, sized.hcas, sized.it_MW) == (128, 1024, 128 * 14300 / 1e6)
+    assert [f.subject for f in hardware.balance(b200)] == ["ConnectX-7 400 Gb/s on PCIe Gen5 x16",
+                                                           "NVLink5 18 links per GPU"]
+
+
 def test_unknown_profile_names_the_known_ones():
     with pytest.raises(ProfileError, match="no such hardware profile.*h100-sxm5-80g-ndr"):
         profiles.load("h999")
@@ -54,7 +114,7 @@ def test_unknown_profile_names_the_known_ones():
 
 @pytest.mark.parametrize("change,message", [
     (lambda d: d.__setitem__("storag", {}),
-     r"x.yaml: storag: unknown key \(known: check_sets, description, gpu, hca, name, "),
+     re.escape(f"x.yaml: storag: unknown key (known: {KNOWN_KEYS})")),
     (lambda d: d["gpu"].__setitem__("nvlnk", d["gpu"].pop("nvlink")),
      r"x.yaml: gpu.nvlnk: unknown key \(known: bus_ids, compute_capability, count, "),
     (lambda d: d["references"]["nccl_allreduce"]["busbw_GBps"]["params"].__setitem__("max_byte", 8),
@@ -336,14 +396,14 @@ def test_a_shared_profile_refuses_changes_and_copies_are_plain():
     profile = profiles.for_host("h100-sxm5-80g-ndr", {"provision_storage": STORAGE}, "n1")
     refs = profile.data["references"]
     for change in (lambda: refs["ib_write_bw"]["bw_avg_Gbps"].update(value=1.0), lambda: refs.pop("ib_write_bw"),
-                   lambda: profile.data["check_sets"]["quick"].append("storage"),
+                   lambda: profile.data["gpu"]["bus_ids"].append("00000000:01:00.0"),
                    lambda: profile.site["storage"].__setitem__("bond", "bond1")):
         with pytest.raises(TypeError, match="read-only"):
             change()
     assert profile.reference("ib_write_bw", "bw_avg_Gbps").value == 400.0
     mine = copy.deepcopy(profile.data)
     mine["references"]["ib_write_bw"]["bw_avg_Gbps"]["value"] = 1.0  # a copy is the caller's own
-    assert type(mine) is dict and type(mine["check_sets"]["quick"]) is list
+    assert type(mine) is dict and type(mine["gpu"]["bus_ids"]) is list
     assert yaml.safe_load(yaml.safe_dump(profile.data)) == mine | {"references": profile.data["references"]}
 
 

@@ -3,8 +3,9 @@ import json
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
-from provision import cli, core
+from provision import checks, cli, core
 from provision.errors import ProfileError, ProvisionError
 from provision.history import db
 from provision.results.store import RunStore
@@ -92,24 +93,46 @@ def host(name, profile="h100-sxm5-80g-ndr"):
     return SimpleNamespace(name=name, profile=profile)
 
 
-def test_check_sets_come_from_the_profiles():
-    quick = core._check_set("quick", [host("n1"), host("n2", "rtx4090-pcie")], None)
-    assert quick == ["gpu_health", "xid", "stack", "pcie_link", "topology", "nvlink", "ib_ports", "ib_write_bw"]
-    with pytest.raises(ProfileError, match=r"host n1: .*h100-sxm5-80g-ndr.yaml: check_sets.nightly: no such check "
-                                           r"set \(known: deep, quick\)"):
+def test_check_sets_are_tags_on_the_checks():
+    """A set is the checks tagged with it (Check.sets), in run order, over the whole registry: no list kept here."""
+    registry = checks.registry()
+    for name in ("quick", "deep"):
+        tagged = [c for c, check in registry.items() if name in check.sets]
+        assert core._check_set(name, [host("n1"), host("n2", "rtx4090-pcie")], None) == tagged
+    assert core._check_set("deep", [host("n1")], None) == list(registry)  # deep: every check
+    quick = core._check_set("quick", [host("n1")], None)
+    assert quick and set(quick) < set(registry) and {"gpu_health", "xid"} <= set(quick)
+    assert all(registry[c].scope.value == "node" for c in quick)  # quick: minutes, no cluster procedure
+    with pytest.raises(ProfileError, match=r"--check-set nightly: no such check set \(known: deep, quick\)"):
         core._check_set("nightly", [host("n1")], None)
     with pytest.raises(ProvisionError, match="--check-set and --checks"):
         core._check_set("quick", [host("n1")], ["xid"])
 
 
-def test_the_profile_schema_refuses_a_bad_check_set():
+def test_a_profile_only_excludes_checks_from_a_set(tmp_path):
+    from provision.profiles import DATA_DIR
+
+    data = yaml.safe_load((DATA_DIR / "h100-sxm5-80g-ndr.yaml").read_text())
+    (tmp_path / "x.yaml").write_text(yaml.safe_dump({**data, "exclude_checks": ["xid", "nvlink"]}))
+    quick = core._check_set("quick", [host("n1", str(tmp_path / "x.yaml"))], None)
+    assert quick == [c for c in core._check_set("quick", [host("n1")], None) if c not in ("xid", "nvlink")]
+    both = core._check_set("quick", [host("n1", str(tmp_path / "x.yaml")), host("n2")], None)
+    assert both == core._check_set("quick", [host("n2")], None)  # the union over the hosts' profiles
+    (tmp_path / "y.yaml").write_text(yaml.safe_dump({**data, "exclude_checks": ["xdi"]}))
+    with pytest.raises(ProfileError, match=r"y.yaml: exclude_checks: unknown check xdi \(known: gpu_health, "):
+        core._check_set("quick", [host("n1", str(tmp_path / "y.yaml"))], None)
+
+
+def test_the_profile_schema_refuses_a_bad_exclusion():
     from provision.profiles import load, schema
 
     data = dict(load("h100-sxm5-80g-ndr").data)
-    for bad, said in (({"quick": []}, "check_sets.quick"), ({"quick": ["Gpu Health"]}, "check_sets.quick.0"),
-                      ({"quick": ["xid", "xid"]}, "check_sets.quick")):
+    for bad, said in ((["Gpu Health"], "exclude_checks.0"), (["xid", "xid"], "exclude_checks"),
+                      ("xid", "exclude_checks")):
         with pytest.raises(ProfileError, match=said.replace(".", r"\.")):
-            schema.validate({**data, "check_sets": bad}, "profile", "p.yaml")
+            schema.validate({**data, "exclude_checks": bad}, "profile", "p.yaml")
+    with pytest.raises(ProfileError, match=r"check_sets: unknown key"):
+        schema.validate({**data, "check_sets": {"quick": ["xid"]}}, "profile", "p.yaml")
 
 
 def test_a_reevaluation_keeps_the_regression_rows(tmp_path):
