@@ -59,8 +59,8 @@ def width_speed_for(rate: float) -> str:
 def hca_names(profile) -> list[str]:
     """The profile's InfiniBand HCA device names (``hca.devices``, else mlx5_0..mlx5_N-1): one rail
     (plane) each, in rail order."""
-    hca = profile["hca"]
-    return list(hca.get("devices") or [f"mlx5_{i}" for i in range(hca["count"])])
+    hca = profile.hca
+    return list(hca.devices or [f"mlx5_{i}" for i in range(hca.count)])
 
 
 @dataclass(frozen=True)
