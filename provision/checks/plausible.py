@@ -26,8 +26,13 @@ this (``provision.engine.verdict``).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from provision.profiles.hardware import NVLink, PCIe
 from provision.results.model import Finding
+
+if TYPE_CHECKING:
+    from provision.profiles import Profile
 
 PCIE_GTps = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}  # PCI-SIG, per lane
 REFERENCE_TIMES = 100  # the ceiling of a metric the profile has no hardware peak for, in references
@@ -35,7 +40,7 @@ RATES = ("Gb/s", "GB/s", "MiB/s", "Mb/s", "Gflop/s", "GT/s")  # units of figures
 IB = {("ib_write_bw", "bw_avg_Gbps"), ("ib_pairs", "bw_avg_Gbps"), ("ib_ports", "rate_Gbps")}
 
 
-def beyond(check: str, findings: list[Finding], profile) -> list[str]:
+def beyond(check: str, findings: list[Finding], profile: Profile | None) -> list[str]:
     """One line per finding whose measured value the hardware of ``profile`` cannot reach (value, bound,
     its source); [] when every one is plausible."""
     out = []
@@ -53,7 +58,7 @@ def beyond(check: str, findings: list[Finding], profile) -> list[str]:
     return out
 
 
-def ceiling(check: str, finding: Finding, profile) -> tuple[float, str] | None:
+def ceiling(check: str, finding: Finding, profile: Profile | None) -> tuple[float, str] | None:
     """(bound, source) for ``finding`` of ``check`` on ``profile``'s hardware; None when nothing bounds it."""
     metric, name = finding.metric, getattr(profile, "name", "?")
     rate = profile.hca.rate_Gbps if profile is not None else None

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from provision.checks import registry
 from provision.errors import ProfileError
-from provision.profiles import schema
+from provision.profiles import Profile, schema
 
 
-def validate(profile) -> None:
+def validate(profile: Profile) -> None:
     """Raise ProfileError unless every reference row of ``profile`` fits its check's declaration."""
     checks = registry()
     where = profile.path

@@ -16,7 +16,12 @@ nodes}``; the storage network is ``provision_storage`` (mode, slaves, slave_spee
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from provision.plan import ERROR, INFO, WARNING, Finding
+
+if TYPE_CHECKING:
+    from provision.profiles import Profile
 
 PCIE_GTps = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0}
 PCIE_CODE = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130}
@@ -36,7 +41,7 @@ def pcie_GBps(gen: int, width: int) -> float | None:
     return PCIE_GTps[gen] * width * PCIE_CODE[gen] / 8
 
 
-def balance(profile, site: dict | None = None) -> list[Finding]:
+def balance(profile: Profile, site: dict | None = None) -> list[Finding]:
     """Findings on the profile ``profile`` (a provision.profiles.Profile) with the host's site facts
     ``site`` ({"provision_storage": ..., "provision_plan": ...}; either may be absent)."""
     site = site or {}
@@ -49,11 +54,10 @@ def balance(profile, site: dict | None = None) -> list[Finding]:
     return out
 
 
-def _nic_paths(profile) -> list[Finding]:
-    hca, gpu_link = profile.hca, profile.gpu.pcie
-    if not hca.count:
+def _nic_paths(profile: Profile) -> list[Finding]:
+    hca, gpu_link, link = profile.hca, profile.gpu.pcie, profile.hca.pcie
+    if not hca.count or link is None or hca.rate_Gbps is None:  # the schema requires both with a count
         return []
-    link = hca.pcie  # the schema requires it (and model, rate_Gbps) with a count
     nic = pcie_GBps(link.gen, link.width)
     gpu_GBps = pcie_GBps(gpu_link.gen, gpu_link.width)
     line_GBps = hca.rate_Gbps / 8
@@ -70,9 +74,9 @@ def _nic_paths(profile) -> list[Finding]:
                     f"{line_GBps / path:.0%} of it)", PCIE_SOURCE)]
 
 
-def _nvlink(profile) -> list[Finding]:
+def _nvlink(profile: Profile) -> list[Finding]:
     hca, gpu = profile.hca, profile.gpu
-    if not hca.count or not gpu.count:
+    if not hca.count or not gpu.count or hca.rate_Gbps is None:
         return []
     share_GBps = hca.count * hca.rate_Gbps / 8 / gpu.count
     nvlink = gpu.nvlink
@@ -128,14 +132,14 @@ def checkpoint(target: dict, storage: dict | None) -> list[Finding]:
     return [Finding(INFO, subject, text, BONDING_SOURCE)]
 
 
-def node_power_W(profile) -> tuple[float | None, str]:
+def node_power_W(profile: Profile) -> tuple[float | None, str]:
     """(the node's maximum power in W, its source) from the profile's ``power``; (None, why) without it."""
     if profile.power is not None:
         return profile.power.node_max_W, profile.power.source
     return None, f"profile {profile.name} has no power.node_max_W"
 
 
-def rack_power(profile, rack: dict) -> list[Finding]:
+def rack_power(profile: Profile, rack: dict) -> list[Finding]:
     """``rack['nodes']`` nodes of the profile against ``rack['budget_kW']``."""
     gpu = profile.gpu
     node_W, source = node_power_W(profile)

@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from provision.errors import ProvisionError
 from provision.plan.hardware import node_power_W
+
+if TYPE_CHECKING:
+    from provision.profiles import Profile
 
 # PUE default: a modern AI facility; the Uptime Institute's 2024 survey average is 1.56
 # (https://uptimeinstitute.com/resources/research-and-reports/uptime-institute-global-data-center-survey-results-2024).
@@ -141,7 +145,7 @@ def _check_arguments(gpus: int, radix: int, pue: float, node_W: float | None) ->
         raise ProvisionError(f"--node-power-W: a positive number of watts, at most {MAX_NODE_W:g}, got {node_W:g}")
 
 
-def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue: float = PUE,
+def size(gpus: int, profile: Profile, radix: int = 64, oversubscription: str = "1:1", pue: float = PUE,
          node_W: float | None = None) -> Sizing:
     """The sizing of ``gpus`` GPUs of ``profile`` (a provision.profiles.Profile). Raises ProvisionError for
     a bad argument."""
@@ -179,7 +183,7 @@ def size(gpus: int, profile, radix: int = 64, oversubscription: str = "1:1", pue
                   localize_s=LOCALIZE_ROUNDS * (_ib_pass_s(profile) + CHECK_OVERHEAD_s) if nodes > 1 else 0.0)
 
 
-def node_burnin_s(profile) -> float:
+def node_burnin_s(profile: Profile) -> float:
     """Seconds of one node's checks: each check's measured part from its profile params (gpu_stress
     duration_s; ib_write_bw duration_s per HCA, one after another) or ``FIXED_s``, plus ``CHECK_OVERHEAD_s``."""
     total = 0.0
@@ -193,7 +197,7 @@ def node_burnin_s(profile) -> float:
     return total
 
 
-def cluster_burnin_s(profile, nodes: int) -> float:
+def cluster_burnin_s(profile: Profile, nodes: int) -> float:
     """Seconds of the cluster procedure without faults: discovery, one quick pair round (every rail in
     turn), one all-reduce over all nodes; with faults add ``LOCALIZE_ROUNDS`` rounds of the same kind."""
     if nodes < 2 or not _ib_pass_s(profile):
@@ -203,12 +207,12 @@ def cluster_burnin_s(profile, nodes: int) -> float:
     return CHECK_OVERHEAD_s + round_s + allreduce
 
 
-def _ib_pass_s(profile) -> float:
+def _ib_pass_s(profile: Profile) -> float:
     seconds = _param(profile, "ib_write_bw", "duration_s")
     return float(seconds or 0) * profile.hca.count
 
 
-def _param(profile, check: str, name: str) -> float | None:
+def _param(profile: Profile, check: str, name: str) -> float | None:
     """Test parameter ``name`` of the first of ``check``'s references that has it, else None."""
     for ref in profile.references.get(check, {}).values():
         value = ref.params.get(name)
