@@ -6,8 +6,8 @@ Prints figures, never passes or fails. Two synthetic inventories are written to 
   ``provision_reference_overrides`` value and an ``nvidia_driver_branch`` that differ per host.
 Addresses are unused 127.x loopback ones and nothing connects to them: ``provision plan`` touches
 no node, and the run's start-up is timed in this process up to the point before its first node
-(``core._gpu_inventory``: the inventory read once, profiles checked; ``core._selected``: the plan
-gate an install passes first; ``core._check_set``: the ``quick`` check set of the hosts' profiles).
+(``select.gpu_inventory``: the inventory read once, profiles checked; ``select.selected``: the plan
+gate an install passes first; ``select.check_set``: the ``quick`` check set of the hosts' profiles).
 ``provision plan -i`` is timed as the user types it (a new Python process, imports included).
 Each figure is wall seconds and CPU seconds (user + system): on a shared machine the CPU seconds
 are what the work costs, the wall seconds what the other processes left of it.
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from provision import core  # noqa: E402
+from provision.commands._job import select  # noqa: E402
 from provision import inventory as inv  # noqa: E402
 
 PROFILE = "h100-sxm5-80g-ndr"
@@ -90,11 +90,11 @@ def startup(folder: Path) -> dict[str, tuple[float, float]]:
         spent[name] = (now[0] - clock[0], now[1] - clock[1])
         clock[:] = now
 
-    inventory = core._gpu_inventory([str(folder)], None, inv.Vault(), quiet)
+    inventory = select.gpu_inventory([str(folder)], None, inv.Vault(), quiet)
     lap("inventory (read, profiles checked)")
-    hosts = core._selected(inventory, ("install", "burnin"), None, None, inv.Vault(), None, True, quiet)
+    hosts = select.selected(inventory, ("install", "burnin"), None, None, inv.Vault(), None, True, quiet)
     lap("plan gate")
-    core._check_set("quick", hosts, None)
+    select.check_set("quick", hosts, None)
     lap("check set")
     return spent
 

@@ -1,5 +1,6 @@
 """What the command line is given, checked before any command runs: an empty value is refused, and
-every usage error is one line, cut and with its control characters made visible (exit 2).
+every usage error is one line, cut and with its control characters made visible (exit 2). The
+options several commands share are read here (``limit``, ``vault``, ``forks``, ``wait``).
 
 ``provision run -i prod --limit "$FAILED"`` with nothing in ``$FAILED`` must not install every
 host; an argument echoed in an error (a 100,000-character path, an escape sequence) must not flood
@@ -11,6 +12,7 @@ import argparse
 import errno
 
 from provision.errors import ExitStatus, ProvisionError
+from provision.inventory import Vault
 from provision.report.console import cut_words, visible
 
 # An OSError with one of these is about a path the operator gave (too long, missing, not a folder,
@@ -59,3 +61,39 @@ def _actions(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[
         chosen = getattr(args, subs[0].dest, None) if subs else None
         level = subs[0].choices.get(chosen) if chosen is not None else None
     return found
+
+
+def limit(value: str | None) -> list[str] | None:
+    """``--limit``'s hosts and groups; raises ProvisionError when it names none (``--limit ,`` is not every host)."""
+    found = csv(value)
+    if found == []:
+        raise ProvisionError(f"--limit {value!r}: name at least one host or group")
+    return found
+
+
+def csv(value: str | None) -> list[str] | None:
+    """A comma-separated option's values, blanks left out; None when not given."""
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def vault(args: argparse.Namespace) -> Vault:
+    """Ansible's vault options as given (``--vault-id``, ``--vault-password-file``)."""
+    return Vault(ids=tuple(args.vault_id), password_files=tuple(args.vault_password_file))
+
+
+def forks(value: str | None) -> int | None:
+    """``--forks N``: a positive whole number; None when not given (every host). Raises ProvisionError."""
+    if value is None:
+        return None
+    if not value.strip().isascii() or not value.strip().isdigit() or int(value) < 1:
+        raise ProvisionError(f"--forks {value!r}: must be a whole number of hosts, 1 or more")
+    return int(value)
+
+
+def wait(value: str | None) -> float | None:
+    """``--wait [SECONDS]``: a whole number of seconds, 1 to a week; None when not given. Raises ProvisionError."""
+    if value is None:
+        return None
+    if not value.strip().isascii() or not value.strip().isdigit() or not 1 <= int(value) <= 7 * 24 * 3600:
+        raise ProvisionError(f"--wait {value[:40]!r}: a whole number of seconds, 1 to 604800 (a week)")
+    return float(value)

@@ -1,4 +1,5 @@
-"""Argument parsing only: each command calls one core function.
+"""Argument parsing only: each command is one module of ``provision.commands``, imported only when chosen
+(``COMMANDS``), so that ``provision checks --help`` loads no SSH, template, metrics or Ansible library.
 
 Exit statuses (``provision.errors.ExitStatus``): 0 every node passed, 1 some node failed or
 errored, 2 bad usage or bad input (one line naming file, host and field), 3 the
@@ -8,24 +9,21 @@ by another run. ``--traceback`` re-raises for debugging.
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
 import sys
-from pathlib import Path
 
-from provision import core, embedded, inventory
+from provision import embedded
 from provision.errors import NOT_WRITABLE, ExitStatus, ProvisionError, not_written
 from provision.arguments import INPUT_ERRNOS, Parser, refuse_empty, shown
-from provision.report.console import visible
 
-
-def _say(line: object = "", end: str = "\n") -> None:
-    """Print a line on stdout, its control characters made visible (provision.report.console)."""
-    print(visible(line), end=end, flush=True)
-
-
-def _warn(line: object) -> None:
-    print(visible(line), file=sys.stderr, flush=True)
+COMMANDS = {  # verb -> its module, whose main(args) runs it
+    "run": "provision.commands.run", "install": "provision.commands.install", "burnin": "provision.commands.burnin",
+    "plan": "provision.commands.plan", "merge": "provision.commands.merge", "sim": "provision.commands.sim",
+    "evaluate": "provision.commands.evaluate", "inventory": "provision.commands.inventory",
+    "checks": "provision.commands.checks", "parse": "provision.commands.parse", "fabric": "provision.commands.fabric",
+    "history": "provision.commands.history", "report": "provision.commands.report",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -141,15 +139,6 @@ def _history_parser(sub) -> None:
     _history_option(his)
 
 
-def _history(args: argparse.Namespace) -> int:
-    if not args.action:
-        return core.history(args.history, args.host, args.check, args.metric, args.since, args.json, out=_say)
-    if args.action[0] != "import":
-        raise ProvisionError(f"history: unknown action {args.action[0]!r} (use `history import RUN_DIR...` "
-                             "or filters such as --host)")
-    return core.history_import(args.history, args.action[1:], progress=_say)
-
-
 def _plan_parser(sub) -> None:
     pl = sub.add_parser("plan", help="check the stack and the hardware design before touching a node (-i), or size "
                         "a cluster (--gpus N --profile P); exit 1 when it cannot work")
@@ -184,109 +173,9 @@ def _vault_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("--vault-id", action="append", default=[], help="vault identity [label@]file (as Ansible's)")
 
 
-def _vault(args: argparse.Namespace) -> inventory.Vault:
-    return inventory.Vault(ids=tuple(args.vault_id), password_files=tuple(args.vault_password_file))
-
-
-def _limit(value: str | None) -> list[str] | None:
-    """``--limit``'s hosts and groups; raises ProvisionError when it names none (``--limit ,`` is not every host)."""
-    found = _csv(value)
-    if found == []:
-        raise ProvisionError(f"--limit {value!r}: name at least one host or group")
-    return found
-
-
-def _csv(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command in ("run", "install", "burnin"):
-        local = _local(args)
-        phases = {"run": ("install", "burnin"), "install": ("install",), "burnin": ("burnin",)}[args.command]
-        return core.job(args.inventory, phases, limit=_limit(args.limit), tags=getattr(args, "tags", None),
-                        only_checks=_csv(getattr(args, "checks", None)), run_id=args.run_id, vault=_vault(args),
-                        retry_failed=getattr(args, "retry_failed", None), progress=_say,
-                        scope=getattr(args, "scope", "all"), schedule=getattr(args, "schedule", "quick"),
-                        history=getattr(args, "history", None), check_set=getattr(args, "check_set", None),
-                        drain=getattr(args, "drain", None), resume_passed=getattr(args, "resume_passed", False),
-                        force=getattr(args, "force", False), shard=args.shard, shard_by=args.shard_by,
-                        local=local, host_name=getattr(args, "host", None), profile=getattr(args, "profile", None),
-                        verbose=args.verbose, live=sys.stdout.isatty(),
-                        forks=_forks(args.forks), wait=_wait(args.wait))
-    if args.command in ("plan", "merge"):
-        return _planning(args)
-    if args.command == "evaluate":
-        return core.evaluate(args.run_dir, args.profile, args.inventory, _vault(args), progress=_say)
-    if args.command == "inventory":
-        return core.inventory(args.inventory, _limit(args.limit), _vault(args), args.json, out=_say, err=_warn)
-    if args.command == "checks":
-        return core.list_checks(args.markdown, out=_say)
-    if args.command == "parse":
-        return _parse(args.tool, args.file)
-    if args.command == "history":
-        return _history(args)
-    if args.command == "fabric":
-        return core.fabric(args.inventory, args.ibnetdiscover, args.json, _limit(args.limit), _vault(args),
-                           out=_say, err=_warn)
-    if args.command == "report":
-        return _report(args)
-    return embedded.dispatch(args)
-
-
-def _report(args: argparse.Namespace) -> int:
-    if args.prometheus_out is not None and not args.prometheus_out.strip():  # '' is no path, never the default
-        raise ProvisionError(f"--prometheus-out {args.prometheus_out!r}: not a path (an empty value)")
-    return core.report(args.run_dir, args.out, args.history, args.prometheus_out or ("" if args.prometheus else None),
-                       progress=_say)
-
-
-def _local(args: argparse.Namespace) -> bool:
-    """Whether it is ``burnin --local``; raises ProvisionError for its options without it, or no -i without it."""
-    local = getattr(args, "local", False)
-    if not local and not args.inventory:
-        raise ProvisionError(f"{args.command}: -i/--inventory is required (or --local: the burn-in of this machine)")
-    if not local and (getattr(args, "host", None) or getattr(args, "profile", None)):
-        raise ProvisionError(f"{args.command}: --host and --profile go with --local")
-    return local
-
-
-def _forks(value: str | None) -> int | None:
-    """``--forks N``: a positive whole number; None when not given (every host). Raises ProvisionError."""
-    if value is None:
-        return None
-    if not value.strip().isascii() or not value.strip().isdigit() or int(value) < 1:
-        raise ProvisionError(f"--forks {value!r}: must be a whole number of hosts, 1 or more")
-    return int(value)
-
-
-def _wait(value: str | None) -> float | None:
-    """``--wait [SECONDS]``: a whole number of seconds, 1 to a week; None when not given. Raises ProvisionError."""
-    if value is None:
-        return None
-    if not value.strip().isascii() or not value.strip().isdigit() or not 1 <= int(value) <= 7 * 24 * 3600:
-        raise ProvisionError(f"--wait {value[:40]!r}: a whole number of seconds, 1 to 604800 (a week)")
-    return float(value)
-
-
-def _planning(args: argparse.Namespace) -> int:
-    if args.command == "plan":
-        return core.plan(args.inventory, _limit(args.limit), _vault(args), args.gpus, args.profile, args.switch_radix,
-                         args.oversubscription, args.pue, args.node_power_W, out=_say, err=_warn)
-    return core.merge(args.run_dirs, args.run_id, progress=_say)
-
-
-def _parse(tool: str, file: str) -> int:
-    from provision.parsers import MAX_TEXT_CHARS, parse_tool
-
-    path = Path(file)
-    try:  # one character past the parsers' bound, so /dev/zero or an endless FIFO meets the size check
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(MAX_TEXT_CHARS + 1)
-    except OSError as exc:
-        raise ProvisionError(f"{file}: cannot read: {exc.strerror}") from None
-    _say(json.dumps(parse_tool(tool, text, source=str(path)), indent=1))
-    return ExitStatus.OK
+    """Run the chosen command: its module imported now, and only it (``COMMANDS``)."""
+    return int(importlib.import_module(COMMANDS[args.command]).main(args))
 
 
 def main(argv: list[str]) -> int:

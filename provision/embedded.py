@@ -2,7 +2,7 @@
 
 The simulator is a guest: no module outside ``provision/sim/`` imports it but this one, and this
 one imports it only inside functions, so that importing the framework (``provision.cli``,
-``provision.core``) loads no simulator code. A command on a real inventory loads only the
+``provision.commands``) loads no simulator code. A command on a real inventory loads only the
 parser of the ``sim`` commands (``provision/sim/cli.py``, which imports nothing else of the
 simulator at its top); the rack's code is loaded by ``provision sim ...`` and by a job on the
 embedded default.

@@ -36,7 +36,7 @@ from provision.errors import CommandError, ProfileError
 from provision.inventory import Host
 from provision.results.events import JobFinished, JobStarted, Planned
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
-from provision.results.store import OS_RELEASE, RunDir
+from provision.results.store import RunDir
 
 READY_TIMEOUT_S = 30.0  # a server not listening after this long will not be
 CONNECT_ATTEMPTS = 3    # a connection refused or reset is retried twice, 1 s then 2 s later
@@ -232,7 +232,7 @@ class Burnin:
         result = state.connected.run(["cat", "/etc/os-release"], 30.0)
         if result.rc != 0:
             return
-        self.rundir.write(f"raw/{state.name}/{OS_RELEASE}", result.stdout)
+        self.rundir.write(self.rundir.os_release(state.name), result.stdout)
         state.record.os_release = parse_os_release(result.stdout)
         state.record.os_target = profiles.target_of(state.record.os_release)
         state.profile = state.judged_by.for_target(state.record.os_target)

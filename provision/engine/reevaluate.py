@@ -16,7 +16,7 @@ from provision.engine.verdict import verdict
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, Outcome, Run
 from provision.results.model import REGRESSION
-from provision.results.store import OS_RELEASE, RunDir
+from provision.results.store import RunDir
 
 
 def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[CheckResult]:
@@ -63,7 +63,7 @@ def _profile(rundir: RunDir, run: Run, host: str, profile_name: str | None) -> p
     variables = record.vars if record else {}
     profile = profiles.for_host(str(name), variables, host)
     target = record.os_target if record else None
-    saved = rundir.path / "raw" / host / OS_RELEASE
+    saved = rundir.path / rundir.os_release(host)
     if target is None and "/" not in host and ".." not in host and saved.is_file():  # reports before the model
         target = profiles.target_of(parse_os_release(saved.read_text(errors="replace")))
     references.validate(profile)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, RawOutput, Run
-from provision.results.store import RunDir, write_all
+from provision.results.store import RAW, RunDir, write_all
 
 
 def merge(shards: list[tuple[str, Run]], run_id: str) -> tuple[Run, list[dict[str, str]]]:
@@ -88,7 +88,7 @@ def _paths(run: Run) -> list[str]:
 def _plain(path: str, label: str) -> None:
     """Raises ProvisionError unless ``path`` is ``raw/`` and plain names below it."""
     parts = path.split("/")
-    if len(parts) < 2 or parts[0] != "raw" or any(p in ("", ".", "..") for p in parts) or "\0" in path:
+    if len(parts) < 2 or parts[0] != RAW or any(p in ("", ".", "..") for p in parts) or "\0" in path:
         shown = path if len(path) <= 200 else f"{path[:200]}..."
         raise ProvisionError(f"merge: {label}: raw output path {shown!r} is not a file under the run's raw/ "
                              "(absolute, '..' or an empty part): refused, nothing merged")

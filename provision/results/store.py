@@ -5,6 +5,10 @@ Layout of one run folder ``<runs>/<run_id>/``::
     report.json              the Run (provision.results.model), schema report.schema.json
     results.jsonl            each result as its job ended: what a killed run keeps (RunDir.record)
     junit/<host>.xml         one JUnit file per host, junit/all.xml with every suite
+    burnin.prom              the run for node_exporter's textfile collector (provision.report.prometheus)
+    drain.txt                after a burn-in: `<host> <reason>` per failing host (provision.slurm.drain)
+    slurm.txt                with --drain slurm: what was drained, resumed and left alone
+    report.html              `provision report`'s page (report/hosts/<host>.html beside it above 64 hosts)
     raw/<host>/<check>.txt   a node-scope step's output (<check>.<key>.txt when the check has
                              several steps, .stderr beside it when it printed any)
     raw/<host>/os-release.txt  the node's /etc/os-release, read once per run
@@ -46,6 +50,16 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 LATEST = "latest"
 RESERVED = (LATEST, "history.db")  # names under runs/ that are not runs
 OS_RELEASE = "os-release.txt"
+# The names of a run folder's files (the layout above): nothing outside the store spells them.
+REPORT = "report.json"
+JOURNAL = "results.jsonl"
+JUNIT = "junit"
+RAW = "raw"
+ANSIBLE = "ansible"
+PROMETHEUS = "burnin.prom"  # node_exporter's textfile collector reads *.prom
+DRAIN = "drain.txt"
+SLURM = "slurm.txt"
+HTML = "report.html"
 
 
 class RunDir:
@@ -62,15 +76,35 @@ class RunDir:
 
     @property
     def report(self) -> Path:
-        return self.path / "report.json"
+        return self.path / REPORT
 
     @property
     def junit(self) -> Path:
-        return self.path / "junit"
+        return self.path / JUNIT
 
     @property
     def ansible(self) -> Path:
-        return self.path / "ansible"
+        return self.path / ANSIBLE
+
+    @property
+    def prometheus(self) -> Path:
+        return self.path / PROMETHEUS
+
+    @property
+    def drain(self) -> Path:
+        return self.path / DRAIN
+
+    @property
+    def slurm(self) -> Path:
+        return self.path / SLURM
+
+    @property
+    def html(self) -> Path:
+        return self.path / HTML
+
+    def os_release(self, host: str) -> str:
+        """The relative path of ``host``'s saved /etc/os-release."""
+        return f"{RAW}/{host}/{OS_RELEASE}"
 
     def raw_name(self, check: str, scope: Scope, hosts: tuple[str, ...], host: str, key: str, steps: int,
                  tag: str = "") -> str:
@@ -80,8 +114,8 @@ class RunDir:
         for name in (check, host, *hosts, *([key] if key else []), *([tag] if tag else [])):
             safe_name(name, "a raw output's name")
         if scope is Scope.NODE:
-            return f"raw/{host}/{check}.{key}.txt" if steps > 1 or key else f"raw/{host}/{check}.txt"
-        return f"raw/{check}/{tag + '/' if tag else ''}{'+'.join(hosts)}/{host}{'.' + key if key else ''}.txt"
+            return f"{RAW}/{host}/{check}.{key}.txt" if steps > 1 or key else f"{RAW}/{host}/{check}.txt"
+        return f"{RAW}/{check}/{tag + '/' if tag else ''}{'+'.join(hosts)}/{host}{'.' + key if key else ''}.txt"
 
     def write(self, rel: str, text: str) -> str:
         """Write ``text`` at ``rel`` inside the run (mode 0600); return ``rel``."""
@@ -178,7 +212,7 @@ class RunDir:
 
     @property
     def journal(self) -> Path:
-        return self.path / "results.jsonl"
+        return self.path / JOURNAL
 
     def load(self, rebuild: Callable[[str], None] | None = None) -> Run:
         """The run's report, with any result the journal holds that the report lacks (a run

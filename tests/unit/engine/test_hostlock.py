@@ -12,7 +12,9 @@ import threading
 
 import pytest
 
-from provision import cli, core, paths
+from provision import cli, paths
+from provision import inventory as inv
+from provision.commands import _job
 from provision.engine import hostlock
 from provision.engine.local import LocalProcess
 from provision.errors import ExitStatus
@@ -213,7 +215,8 @@ def test_two_installs_in_one_process_the_second_refused_before_touching_anything
     assert second["status"] == ExitStatus.BUSY
     assert err[-1].startswith("provision: error: gpubox taken by run r-first (controller ")
     assert playbooks == [["gpubox"]] and not (tmp_path / "r-second").exists()
-    assert core.job([HOMELAB], ("install",), run_id="r-third", vault=core.inv.Vault(password_files=(VAULT[1],)),
+    assert _job.run(_job.JobOptions(("install",), inventory=(HOMELAB,), run_id="r-third",
+                                    vault=inv.Vault(password_files=(VAULT[1],))),
                     progress=lambda *_: None) == ExitStatus.NODE_FAILED  # taken and installed (the fake: nothing)
     assert playbooks == [["gpubox"], ["gpubox"]]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from provision import cli, core, profiles
+from provision import cli, profiles
+from provision.commands import fabric as fabric_command
 from provision.engine.transport import CommandResult
 from provision.errors import CommandError
 from provision.sim.synth import fat_tree, world
@@ -106,15 +107,16 @@ def test_live_runs_one_discovery_per_hca_of_the_profile(monkeypatch, tmp_path) -
     fabric_8 = world(fat_tree(HOSTS, rails=8, leaves=2, spines=2))
     texts = {f"mlx5_{r}": run_tool(fabric_8, tmp_path, "node01", "-C", f"mlx5_{r}").stdout for r in range(8)}
     log: list = []
-    monkeypatch.setattr(core, "SshTransport", lambda: type("T", (), {"connect": lambda self, h: _Conn(texts, log)})())
+    monkeypatch.setattr(fabric_command, "SshTransport",
+                        lambda: type("T", (), {"connect": lambda self, h: _Conn(texts, log)})())
     profile = profiles.load("h100-sxm5-80g-ndr")
-    dumps, names = core._live_dumps(_Host(), profile)
+    dumps, names = fabric_command.live_dumps(_Host(), profile)
     assert names == [f"mlx5_{r}" for r in range(8)] and len(dumps) == 8
     assert log[0] == ["ibnetdiscover", "-C", "mlx5_0", "-P", "1"] and log[-1] == "closed"
     texts.pop("mlx5_3")
     with pytest.raises(CommandError, match="host node01: ibnetdiscover -C mlx5_3 -P 1 exited 255: ibnetdiscover: "
                                            "iberror: failed: discover failed"):
-        core._live_dumps(_Host(), profile)
+        fabric_command.live_dumps(_Host(), profile)
 
 
 def test_the_same_plane_twice_is_counted_once_with_a_warning(capsys, tmp_path) -> None:

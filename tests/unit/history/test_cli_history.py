@@ -5,7 +5,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from provision import checks, cli, core
+from provision import checks, cli
+from provision.commands import history as history_command
+from provision.commands._job import remember, select
 from provision.errors import ProfileError, ProvisionError
 from provision.history import db
 from provision.results.store import RunStore
@@ -71,11 +73,11 @@ def test_a_report_without_its_start_time_is_refused(tmp_path, capsys):
 
 def test_the_job_step_gates_then_stores_and_a_broken_history_is_one_warning(tmp_path):
     history = tmp_path / "h.db"
-    core.history_import(str(history), saved_runs(tmp_path, (1, 2)), progress=lambda _: None)
+    history_command.history_import(str(history), saved_runs(tmp_path, (1, 2)), progress=lambda _: None)
     rundir = RunStore(tmp_path / "runs").create("night3")
     run = bw_run("night3", 3, {"node01": 396.0, "node03": 371.0}, regression={"own_pct": 4})
     lines = []
-    core._remember(run, rundir, str(history), lines.append)
+    remember.remember(run, rundir, str(history), lines.append)
     assert [r.host for r in run.results if r.check == "regression"] == ["node03"]
     assert lines == [next(r.message for r in run.results if r.check == "regression").join(["regression: ", ""])]
     with db.connect(history) as conn:
@@ -84,7 +86,7 @@ def test_the_job_step_gates_then_stores_and_a_broken_history_is_one_warning(tmp_
     broken = tmp_path / "broken.db"
     broken.write_text("garbage " * 200)
     lines, before = [], len(run.results)
-    core._remember(run, rundir, str(broken), lines.append)
+    remember.remember(run, rundir, str(broken), lines.append)
     assert len(lines) == 1 and lines[0].startswith(f"provision: warning: history {broken}: ProvisionError")
     assert len(run.results) == before
 
@@ -98,15 +100,15 @@ def test_check_sets_are_tags_on_the_checks():
     registry = checks.registry()
     for name in ("quick", "deep"):
         tagged = [c for c, check in registry.items() if name in check.sets]
-        assert core._check_set(name, [host("n1"), host("n2", "rtx4090-pcie")], None) == tagged
-    assert core._check_set("deep", [host("n1")], None) == list(registry)  # deep: every check
-    quick = core._check_set("quick", [host("n1")], None)
+        assert select.check_set(name, [host("n1"), host("n2", "rtx4090-pcie")], None) == tagged
+    assert select.check_set("deep", [host("n1")], None) == list(registry)  # deep: every check
+    quick = select.check_set("quick", [host("n1")], None)
     assert quick and set(quick) < set(registry) and {"gpu_health", "xid"} <= set(quick)
     assert all(registry[c].scope.value == "node" for c in quick)  # quick: minutes, no cluster procedure
     with pytest.raises(ProfileError, match=r"--check-set nightly: no such check set \(known: deep, quick\)"):
-        core._check_set("nightly", [host("n1")], None)
+        select.check_set("nightly", [host("n1")], None)
     with pytest.raises(ProvisionError, match="--check-set and --checks"):
-        core._check_set("quick", [host("n1")], ["xid"])
+        select.check_set("quick", [host("n1")], ["xid"])
 
 
 def test_a_profile_only_excludes_checks_from_a_set(tmp_path):
@@ -114,13 +116,13 @@ def test_a_profile_only_excludes_checks_from_a_set(tmp_path):
 
     data = yaml.safe_load((DATA_DIR / "h100-sxm5-80g-ndr.yaml").read_text())
     (tmp_path / "x.yaml").write_text(yaml.safe_dump({**data, "exclude_checks": ["xid", "nvlink"]}))
-    quick = core._check_set("quick", [host("n1", str(tmp_path / "x.yaml"))], None)
-    assert quick == [c for c in core._check_set("quick", [host("n1")], None) if c not in ("xid", "nvlink")]
-    both = core._check_set("quick", [host("n1", str(tmp_path / "x.yaml")), host("n2")], None)
-    assert both == core._check_set("quick", [host("n2")], None)  # the union over the hosts' profiles
+    quick = select.check_set("quick", [host("n1", str(tmp_path / "x.yaml"))], None)
+    assert quick == [c for c in select.check_set("quick", [host("n1")], None) if c not in ("xid", "nvlink")]
+    both = select.check_set("quick", [host("n1", str(tmp_path / "x.yaml")), host("n2")], None)
+    assert both == select.check_set("quick", [host("n2")], None)  # the union over the hosts' profiles
     (tmp_path / "y.yaml").write_text(yaml.safe_dump({**data, "exclude_checks": ["xdi"]}))
     with pytest.raises(ProfileError, match=r"y.yaml: exclude_checks: unknown check xdi \(known: gpu_health, "):
-        core._check_set("quick", [host("n1", str(tmp_path / "y.yaml"))], None)
+        select.check_set("quick", [host("n1", str(tmp_path / "y.yaml"))], None)
 
 
 def test_the_profile_schema_refuses_a_bad_exclusion():

@@ -147,12 +147,12 @@ def test_the_trend_reads_through_the_series_index(tmp_path):
 
 
 def test_a_reports_trend_holds_its_hosts_and_checks_up_to_its_own_run(tmp_path):
-    from provision import core
+    from provision.commands import report as report_command
 
     with db.connect(tmp_path / "h.db") as conn:
         trend_history(conn)
     report = bw_run("n2", 2, {"node01": 383.0, "node03": 385.0})  # no nccl_allreduce in this run
-    trend = core._history_trend(tmp_path / "h.db", report)
+    trend = report_command.history_trend(tmp_path / "h.db", report)
     assert sorted(trend) == ["node01", "node03"]
     assert trend["node01"] == [("n1", "ib_write_bw mlx5_0 bw_avg_Gbps", 382.0),
                                ("n2", "ib_write_bw mlx5_0 bw_avg_Gbps", 383.0)]

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from provision import cli, core
+from provision import cli
+from provision.commands import _job
+from provision.commands import history as history_command
+from provision.commands import report as report_command
+from provision.commands._job import remember
 from provision.errors import ProvisionError
 from provision.history import db, dbfile
 from provision.results.store import RunStore
@@ -52,7 +56,7 @@ def fifo(tmp_path):
 
 def test_a_fifo_as_history_is_refused_without_opening_it(tmp_path, fifo, capsys):
     folders = saved_runs(tmp_path, (1,))
-    kind, exc = returns(lambda: core.history_import(str(fifo), folders, progress=lambda _: None))
+    kind, exc = returns(lambda: history_command.history_import(str(fifo), folders, progress=lambda _: None))
     assert kind == "raised" and isinstance(exc, ProvisionError)
     assert str(exc) == (f"{fifo}: a FIFO, not a history database (give a regular file, or a path where one can "
                         "be created)")
@@ -67,7 +71,7 @@ def test_the_burn_ins_history_step_on_a_fifo_is_one_warning_and_returns(tmp_path
     rundir = RunStore(tmp_path / "runs").create("night3")
     run = bw_run("night3", 3, {"node01": 396.0})
     before, lines = list(run.results), []
-    kind, _ = returns(lambda: core._remember(run, rundir, str(fifo), lines.append))
+    kind, _ = returns(lambda: remember.remember(run, rundir, str(fifo), lines.append))
     assert kind == "ok" and run.results == before
     assert len(lines) == 1 and "a FIFO, not a history database" in lines[0]
     assert f"`provision history import {rundir.path} --history {fifo}`" in lines[0]
@@ -76,9 +80,10 @@ def test_the_burn_ins_history_step_on_a_fifo_is_one_warning_and_returns(tmp_path
 def test_a_fifo_as_the_jobs_history_is_refused_before_any_node_is_touched(fifo):
     # the inventory named does not exist: the history's refusal comes first, before anything is read
     with pytest.raises(ProvisionError, match=r"history\.fifo: a FIFO, not a history database"):
-        core.job(["no-such-inventory"], ("burnin",), history=str(fifo), progress=lambda _: None)
+        _job.run(_job.JobOptions(("burnin",), inventory=("no-such-inventory",), history=str(fifo)),
+                 progress=lambda _: None)
     # a path that does not exist yet passes, and is not created before the burn-in has a result
-    core._history_path(str(fifo.parent / "new.db"))
+    remember.history_path(str(fifo.parent / "new.db"))
     assert not (fifo.parent / "new.db").exists()
 
 
@@ -116,7 +121,7 @@ def test_a_folder_a_socket_and_a_dangling_symlink_are_named(tmp_path):
                 with db.connect(path):
                     pass
             with pytest.raises(ProvisionError, match=f"{path}: {said}, not a history database"):
-                core.history(str(path), out=lambda _: None)
+                history_command.history(str(path), out=lambda _: None)
         with pytest.raises(ProvisionError, match="gone.db: a symlink to nothing, not a history database"):
             with db.connect(dangling):
                 pass
@@ -129,14 +134,14 @@ def test_a_symlink_to_a_history_is_followed(tmp_path):
     with db.connect(tmp_path / "real.db"):
         pass
     (tmp_path / "link.db").symlink_to(tmp_path / "real.db")
-    core.history_import(str(tmp_path / "link.db"), saved_runs(tmp_path, (1,)), progress=lambda _: None)
+    history_command.history_import(str(tmp_path / "link.db"), saved_runs(tmp_path, (1,)), progress=lambda _: None)
     with db.reader(tmp_path / "real.db") as conn:
         assert len(db.rows(conn)) == 6
 
 
 def test_reads_open_the_file_read_only(tmp_path):
     file = tmp_path / "h.db"
-    core.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
+    history_command.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
     with db.reader(file) as conn:
         assert len(db.rows(conn)) == 6
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
@@ -157,7 +162,7 @@ def read_only_history(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     file = folder / "h.db"
-    core.history_import(str(file), saved_runs(tmp_path, (1, 2)), progress=lambda _: None)
+    history_command.history_import(str(file), saved_runs(tmp_path, (1, 2)), progress=lambda _: None)
     if os.geteuid() == 0:
         with read_only(folder):
             yield file
@@ -175,7 +180,7 @@ def test_a_history_that_cannot_be_written_is_read(tmp_path, read_only_history, c
                      "bw_avg_Gbps"]) == 0
     assert [line.split()[6] for line in capsys.readouterr().out.splitlines()[1:]] == ["397", "394"]
     night2 = str(RunStore(tmp_path / "runs").open("night2").path)
-    assert core.report(night2, history=str(read_only_history), out=str(tmp_path / "r.html"),
+    assert report_command.report(night2, history=str(read_only_history), out=str(tmp_path / "r.html"),
                        progress=lambda _: None) == 0
     assert "bw_avg_Gbps over 2 runs" in (tmp_path / "r.html").read_text()
     night3 = saved_runs(tmp_path, (3,))
@@ -202,12 +207,12 @@ def holding(file: Path, how: str = "IMMEDIATE") -> sqlite3.Connection:
 
 def test_a_locked_history_is_said_busy_with_the_import_command_and_nothing_is_lost(tmp_path, quick_busy, capsys):
     file = tmp_path / "h.db"
-    core.history_import(str(file), saved_runs(tmp_path, (1, 2)), progress=lambda _: None)
+    history_command.history_import(str(file), saved_runs(tmp_path, (1, 2)), progress=lambda _: None)
     rundir = RunStore(tmp_path / "runs").create("night3")
     run = bw_run("night3", 3, {"node01": 396.0, "node03": 391.0})
     rundir.save(run, latest=False)
     other, lines = holding(file), []
-    core._remember(run, rundir, str(file), lines.append)
+    remember.remember(run, rundir, str(file), lines.append)
     assert len(lines) == 1 and "not a usable" not in lines[0]
     assert lines[0].startswith(f"provision: warning: history {file}: history busy (locked by another process; "
                                "still locked after ")
@@ -224,7 +229,7 @@ def test_a_locked_history_is_said_busy_with_the_import_command_and_nothing_is_lo
 
 def test_a_read_while_another_process_writes_is_said_busy(tmp_path, quick_busy, capsys):
     file = tmp_path / "h.db"
-    core.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
+    history_command.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
     other = holding(file, "EXCLUSIVE")
     assert cli.main(["history", "--history", str(file)]) == 2
     err = capsys.readouterr().err
@@ -235,7 +240,7 @@ def test_a_read_while_another_process_writes_is_said_busy(tmp_path, quick_busy, 
 
 def test_a_lock_released_while_waiting_is_retried_and_the_run_stored(tmp_path, quick_busy, monkeypatch):
     file = tmp_path / "h.db"
-    core.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
+    history_command.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
     other, pauses = holding(file), []
 
     def pause(seconds):  # the other process commits while this one waits between attempts
@@ -247,7 +252,7 @@ def test_a_lock_released_while_waiting_is_retried_and_the_run_stored(tmp_path, q
     monkeypatch.setattr(dbfile, "BUSY_BOUND_S", 3600.0)  # room for the retry however slow this machine is
     rundir = RunStore(tmp_path / "runs").create("night2")
     lines = []
-    core._remember(bw_run("night2", 2, {"node01": 396.0}), rundir, str(file), lines.append)
+    remember.remember(bw_run("night2", 2, {"node01": 396.0}), rundir, str(file), lines.append)
     assert lines == [] and pauses == [dbfile.RETRY_PAUSE_S]
     with db.reader(file) as conn:
         assert {r.run for r in db.rows(conn)} == {"night1", "night2"}
@@ -256,7 +261,7 @@ def test_a_lock_released_while_waiting_is_retried_and_the_run_stored(tmp_path, q
 def test_a_full_disk_is_said_not_written_and_the_history_is_kept(tmp_path, capsys):
     with small_tmpfs(tmp_path / "small") as small:
         file = small / "h.db"
-        core.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
+        history_command.history_import(str(file), saved_runs(tmp_path, (1,)), progress=lambda _: None)
         filler = fill(small)  # every block left taken
         assert cli.main(["history", "import", *saved_runs(tmp_path, (2,)), "--history", str(file)]) == 5
         err = capsys.readouterr().err

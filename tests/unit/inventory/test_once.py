@@ -3,7 +3,7 @@ inventory parsed once per run. Calls are counted (spies), never timed. Addresses
 (RFC 5737): nothing connects to them."""
 import pytest
 
-from provision import core
+from provision.commands._job import select
 from provision import inventory as inv
 from provision.inventory import _ansible, playvars
 from provision.plan import manifest
@@ -86,7 +86,7 @@ def test_a_run_parses_its_inventory_once(tmp_path, monkeypatch):
     sessions, real = [], _ansible.Session.__init__
     monkeypatch.setattr(_ansible.Session, "__init__", lambda self, *a, **k: sessions.append(a) or real(self, *a, **k))
     quiet = lambda *args, **kwargs: None  # noqa: E731
-    found = core._gpu_inventory([str(path)], None, inv.Vault(), quiet)
-    hosts = core._selected(found, ("install", "burnin"), None, None, inv.Vault(), None, False, quiet)  # plan gate
-    assert core._check_set("quick", hosts, None)[:2] == ["gpu_health", "xid"]
+    found = select.gpu_inventory([str(path)], None, inv.Vault(), quiet)
+    hosts = select.selected(found, ("install", "burnin"), None, None, inv.Vault(), None, False, quiet)  # plan gate
+    assert select.check_set("quick", hosts, None)[:2] == ["gpu_health", "xid"]
     assert len(hosts) == 20 and len(sessions) == 1

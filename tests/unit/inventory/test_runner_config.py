@@ -2,7 +2,8 @@
 phase targets only GPU nodes. Nothing here runs a playbook."""
 import os
 
-from provision import core, inventory, paths
+from provision import inventory, paths
+from provision.commands import _job
 from provision.runner import ansible
 from provision.runner.ansible import PlaybookResult
 
@@ -44,7 +45,8 @@ def test_install_targets_only_gpu_nodes(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RUNS", tmp_path)
     monkeypatch.setattr(ansible, "run_playbook", fake_run_playbook)
     vault = inventory.Vault(password_files=(str(DATA / "homelab-vault-password.txt"),))
-    status = core.job([str(DATA / "homelab")], ("install",), vault=vault, progress=lambda *_: None)
+    status = _job.run(_job.JobOptions(("install",), inventory=(str(DATA / "homelab"),), vault=vault),
+                      progress=lambda *_: None)
     assert calls == [("site.yml", [DATA / "homelab"], ["gpubox"],
                       ["--vault-password-file", str(DATA / "homelab-vault-password.txt")])]
     assert status == 1  # the fake run installed nothing: gpubox never ran
@@ -64,7 +66,8 @@ def test_forks_reach_ansible_playbook_and_default_to_every_host(tmp_path, monkey
     monkeypatch.setattr(ansible, "run_playbook", fake_run_playbook)
     vault = inventory.Vault(password_files=(str(DATA / "homelab-vault-password.txt"),))
     for forks in (None, 1, 50):  # homelab has one GPU node: never more forks than hosts
-        core.job([str(DATA / "homelab")], ("install",), vault=vault, progress=lambda *_: None, forks=forks)
+        _job.run(_job.JobOptions(("install",), inventory=(str(DATA / "homelab"),), vault=vault, forks=forks),
+                 progress=lambda *_: None)
     assert calls == [1, 1, 1]
 
 

@@ -6,7 +6,8 @@ import stat
 
 import pytest
 
-from provision import cli, core, paths
+from provision import cli, paths
+from provision.commands import report as report_command
 from provision.errors import ProvisionError
 from provision.report import destination
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Run
@@ -38,7 +39,8 @@ def test_a_symlink_is_written_through_and_stays_a_symlink(run_id, tmp_path):
     os.symlink(html, tmp_path / "out.html")
     os.symlink("site/burnin.prom", tmp_path / "out.prom")  # relative, to a file not there yet: its folder is
     prom.write_text("old\n")
-    assert core.report(run_id, out=str(tmp_path / "out.html"), prometheus_out=str(tmp_path / "out.prom"), **QUIET) == 0
+    assert report_command.report(run_id, out=str(tmp_path / "out.html"), prometheus_out=str(tmp_path / "out.prom"),
+                                 **QUIET) == 0
     assert (tmp_path / "out.html").is_symlink() and os.readlink(tmp_path / "out.html") == str(html)
     assert (tmp_path / "out.prom").is_symlink() and os.readlink(tmp_path / "out.prom") == "site/burnin.prom"
     assert "<html" in html.read_text() and "provision_burnin_run_info" in prom.read_text()
@@ -49,7 +51,7 @@ def test_a_symlink_is_written_through_and_stays_a_symlink(run_id, tmp_path):
 def test_a_dangling_symlink_is_refused_and_nothing_is_made(run_id, tmp_path):
     os.symlink(tmp_path / "nowhere" / "x.html", tmp_path / "out.html")
     with pytest.raises(ProvisionError, match=r"--out .*out.html: a symlink to .*nowhere/x.html, which does not exist"):
-        core.report(run_id, out=str(tmp_path / "out.html"), **QUIET)
+        report_command.report(run_id, out=str(tmp_path / "out.html"), **QUIET)
     assert (tmp_path / "out.html").is_symlink() and names(tmp_path) == ["out.html", "runs"]
 
 
@@ -57,7 +59,7 @@ def test_a_folder_gets_the_outputs_own_name_inside_and_no_temp_file(run_id, tmp_
     out, collector = tmp_path / "out", tmp_path / "textfile"
     out.mkdir()
     collector.mkdir()
-    assert core.report(run_id, out=str(out), prometheus_out=str(collector), **QUIET) == 0
+    assert report_command.report(run_id, out=str(out), prometheus_out=str(collector), **QUIET) == 0
     assert names(out) == ["report.html"] and names(collector) == ["burnin.prom"]
     assert names(tmp_path) == ["out", "runs", "textfile"]  # no .out.<pid>.tmp beside it
     assert stat.S_IMODE((collector / "burnin.prom").stat().st_mode) == 0o644  # node_exporter reads it
@@ -66,7 +68,7 @@ def test_a_folder_gets_the_outputs_own_name_inside_and_no_temp_file(run_id, tmp_
 def test_a_folder_in_the_folder_where_the_file_goes_is_refused(run_id, tmp_path):
     (tmp_path / "out" / "report.html").mkdir(parents=True)
     with pytest.raises(ProvisionError, match="report.html in that folder is not a file"):
-        core.report(run_id, out=str(tmp_path / "out"), **QUIET)
+        report_command.report(run_id, out=str(tmp_path / "out"), **QUIET)
 
 
 def test_a_fifo_is_refused_without_being_opened(run_id, tmp_path, capsys):
@@ -86,7 +88,7 @@ def test_a_device_is_refused_and_stays_a_device(run_id, tmp_path):
     null = tmp_path / "null"
     os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # as /dev/null: renaming over it replaced the node
     with pytest.raises(ProvisionError, match="null: a character device: refused"):
-        core.report(run_id, prometheus_out=str(null), **QUIET)
+        report_command.report(run_id, prometheus_out=str(null), **QUIET)
     assert stat.S_ISCHR(null.lstat().st_mode)
 
 
@@ -94,15 +96,15 @@ def test_standard_output_is_written_never_replaced(run_id, tmp_path, capfd):
     link = tmp_path / "stdout"
     os.symlink("/proc/self/fd/1", link)  # what /dev/stdout is, in a folder of the test's own
     for given in ("-", str(link), "/dev/stdout", "/dev/fd/1"):
-        assert core.report(run_id, out=given, progress=print) == 0
+        assert report_command.report(run_id, out=given, progress=print) == 0
         out = capfd.readouterr().out
         assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
         assert "report:" not in out  # no progress line mixed into the page
     assert os.readlink(link) == "/proc/self/fd/1" and os.readlink("/dev/stdout") == "/proc/self/fd/1"
-    assert core.report(run_id, prometheus_out="/dev/stderr", **QUIET) == 0
+    assert report_command.report(run_id, prometheus_out="/dev/stderr", **QUIET) == 0
     assert "provision_burnin_run_info" in capfd.readouterr().err
     with pytest.raises(ProvisionError, match="--out and --prometheus-out both name standard output"):
-        core.report(run_id, out="-", prometheus_out="/dev/stdout", **QUIET)
+        report_command.report(run_id, out="-", prometheus_out="/dev/stdout", **QUIET)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a link owned by another user needs root (lchown)")
@@ -115,7 +117,7 @@ def test_a_link_someone_else_left_in_a_shared_sticky_folder_is_not_followed(run_
     os.symlink(victim, shared / "report.html")
     os.lchown(shared / "report.html", 65534, 65534)  # nobody's link, root's folder
     with pytest.raises(ProvisionError, match="a symlink another user .uid 65534. owns in the shared folder"):
-        core.report(run_id, out=str(shared / "report.html"), **QUIET)
+        report_command.report(run_id, out=str(shared / "report.html"), **QUIET)
     assert victim.read_text() == "keep\n"
 
 

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from provision import cli, core, paths
+from provision import cli, paths
+from provision.commands import report as report_command
 from provision.errors import ProvisionError
 from provision.report import html, svg
 from provision.results.store import RunDir, RunStore
@@ -124,9 +125,9 @@ def test_report_command_writes_the_file_and_names_bad_input(monkeypatch, tmp_pat
     assert cli.main(["report", "r-cli", "--prometheus-out", str(collector)]) == 0
     assert stat.S_IMODE(collector.stat().st_mode) == 0o644  # node_exporter reads it as its own user
     with pytest.raises(ProvisionError, match="no such history database"):
-        core.report("r-cli", history=str(tmp_path / "missing.db"), progress=lambda *_: None)
+        report_command.report("r-cli", history=str(tmp_path / "missing.db"), progress=lambda *_: None)
     with pytest.raises(ProvisionError, match="not a readable run report"):
-        core.report("no-such-run", progress=lambda *_: None)
+        report_command.report("no-such-run", progress=lambda *_: None)
     assert cli.main(["report", "r-cli", "--out", str(tmp_path / "no" / "such" / "dir.html")]) == 2
 
 
@@ -141,7 +142,7 @@ def test_history_database_plugs_in_as_the_trend(monkeypatch, tmp_path):
         folder.save(run)
         with db.connect(tmp_path / "history.db") as conn:
             db.insert(conn, run, {})
-    assert core.report("r-new", history=str(tmp_path / "history.db"), progress=lambda *_: None) == 0
+    assert report_command.report("r-new", history=str(tmp_path / "history.db"), progress=lambda *_: None) == 0
     page = (store.root / "r-new" / "report.html").read_text()
     assert "busbw_GBps over 2 runs" in page
 

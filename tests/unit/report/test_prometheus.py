@@ -8,7 +8,10 @@ import stat
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from provision import core, paths
+from provision import paths
+from provision import inventory as inv
+from provision.commands import _job
+from provision.results.store import PROMETHEUS
 from provision.report import prometheus
 from provision.results.model import CheckResult, Finding, HostRecord, Outcome, Reference, Run
 from provision.runner import ansible
@@ -100,8 +103,9 @@ def test_the_main_job_writes_the_textfile_beside_the_report(tmp_path, monkeypatc
     monkeypatch.setattr(ansible, "run_playbook",
                         lambda *a, **k: PlaybookResult("site.yml", 0, "successful", {}, "ansible/artifacts/x"))
     data = paths.ROOT / "tests" / "data" / "inventories"
-    vault = core.inv.Vault(password_files=(str(data / "homelab-vault-password.txt"),))
-    core.job([str(data / "homelab")], ("install",), run_id="r-prom", vault=vault, progress=lambda *_: None)
-    got = samples((tmp_path / "r-prom" / core.PROMETHEUS_FILE).read_text())
+    vault = inv.Vault(password_files=(str(data / "homelab-vault-password.txt"),))
+    _job.run(_job.JobOptions(("install",), inventory=(str(data / "homelab"),), run_id="r-prom", vault=vault),
+             progress=lambda *_: None)
+    got = samples((tmp_path / "r-prom" / PROMETHEUS).read_text())
     assert got["provision_burnin_run_info"] == {labels(run_id="r-prom", inventory=str(data / "homelab")): 1.0}
     assert "provision_burnin_run_timestamp_seconds" in got

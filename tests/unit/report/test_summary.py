@@ -57,7 +57,7 @@ def test_every_view_names_the_same_failing_hosts_and_counts(tmp_path):
     Prometheus outcomes and the exit status all read the run's verdicts and results."""
     import xml.etree.ElementTree as ET
 
-    from provision import core
+    from provision.commands._common import status
     from provision.errors import ExitStatus
     from provision.report import html, junit, prometheus
     from tests.unit.report.burnin_run import failing_run
@@ -81,4 +81,4 @@ def test_every_view_names_the_same_failing_hosts_and_counts(tmp_path):
                 if line.startswith("provision_burnin_check_outcome{") and 'outcome="pass"' not in line
                 and 'outcome="skipped"' not in line and line.endswith(" 1.0")}
     assert prom_bad == bad
-    assert core._status(run) is ExitStatus.NODE_FAILED
+    assert status(run) is ExitStatus.NODE_FAILED

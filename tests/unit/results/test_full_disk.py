@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from provision import cli, core, paths
-from provision.errors import ExitStatus
+from provision import cli, paths
+from provision import inventory as inv
+from provision.commands import _job
+from provision.commands import evaluate as evaluate_command
+from provision.commands import history as history_command
+from provision.commands import report as report_command
+from provision.engine import burnin as burnin_engine
+from provision.results.store import HTML
+from provision.errors import ExitStatus, ProvisionError
 from provision.report import prometheus
 from provision.results import store
 from provision.results.model import CheckResult, Outcome, Run
@@ -141,11 +148,11 @@ def test_evaluate_without_room_keeps_report_json_and_says_so(tmpfs, capsys):
 def test_report_without_room_keeps_the_previous_html(tmpfs, capsys):
     rundir = big_run(tmpfs)
     assert cli.main(["report", str(rundir.path)]) == ExitStatus.OK
-    html = (rundir.path / core.HTML_FILE).read_bytes()
+    html = (rundir.path / HTML).read_bytes()
     fill(tmpfs, 0)
     assert cli.main(["report", str(rundir.path)]) == ExitStatus.NOT_WRITTEN
     assert "No space left on device" in capsys.readouterr().err
-    assert (rundir.path / core.HTML_FILE).read_bytes() == html
+    assert (rundir.path / HTML).read_bytes() == html
     assert temp_files(tmpfs) == []
 
 
@@ -191,12 +198,13 @@ def test_a_lost_report_is_rebuilt_from_the_journal(tmp_path, capsys, damage):
         rundir.report.write_bytes(rundir.report.read_bytes()[:1000])
     else:
         rundir.report.unlink()
-    assert core.report(str(rundir.path), progress=lambda _: None) == ExitStatus.OK
-    assert core.history_import(str(tmp_path / "history.db"), [str(rundir.path)], progress=lambda _: None) == 0
+    assert report_command.report(str(rundir.path), progress=lambda _: None) == ExitStatus.OK
+    history = str(tmp_path / "history.db")
+    assert history_command.history_import(history, [str(rundir.path)], progress=lambda _: None) == 0
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 2 and all(line.startswith(f"provision: warning: {rundir.report}: ") for line in said)
     assert said[0].endswith("; rebuilt from results.jsonl (3 results)")
-    assert core.evaluate(str(rundir.path), progress=lambda _: None) == ExitStatus.NODE_FAILED  # xid errored
+    assert evaluate_command.evaluate(str(rundir.path), progress=lambda _: None) == ExitStatus.NODE_FAILED  # xid errored
     again = json.loads(rundir.report.read_text())  # evaluate wrote it back
     assert again["results"] == saved["results"] and again["hosts"] == saved["hosts"]
     assert again["started"] == saved["started"]
@@ -205,8 +213,8 @@ def test_a_lost_report_is_rebuilt_from_the_journal(tmp_path, capsys, damage):
 def test_a_run_without_report_or_journal_is_still_refused(tmp_path):
     rundir = RunDir(tmp_path / "run")
     rundir.path.mkdir()
-    with pytest.raises(core.ProvisionError, match="not a readable run report"):
-        core.report(str(rundir.path), progress=lambda _: None)
+    with pytest.raises(ProvisionError, match="not a readable run report"):
+        report_command.report(str(rundir.path), progress=lambda _: None)
 
 
 def test_the_job_on_a_full_runs_folder_names_each_file_and_exits_5(tmpfs, tmp_path, monkeypatch, capsys):
@@ -221,13 +229,13 @@ def test_the_job_on_a_full_runs_folder_names_each_file_and_exits_5(tmpfs, tmp_pa
         fill(tmpfs, 0)
         return results
 
-    monkeypatch.setattr(core.burnin_engine, "run", engine)
+    monkeypatch.setattr(burnin_engine, "run", engine)
     import provision.history.db as db
     connect = db.connect
     monkeypatch.setattr(db, "connect", lambda *a, **k: events.append("history opened") or connect(*a, **k))
-    rc = core.job([str(INVENTORIES / "homelab")], ("burnin",), run_id="rj", history=str(tmp_path / "h.db"),
-                  vault=core.inv.Vault(password_files=(str(INVENTORIES / "homelab-vault-password.txt"),)),
-                  progress=events.append)
+    vault = inv.Vault(password_files=(str(INVENTORIES / "homelab-vault-password.txt"),))
+    rc = _job.run(_job.JobOptions(("burnin",), inventory=(str(INVENTORIES / "homelab"),), run_id="rj",
+                                  history=str(tmp_path / "h.db"), vault=vault), progress=events.append)
     assert rc == ExitStatus.NOT_WRITTEN
     run = tmpfs / "runs" / "rj"
     unwritten = [e for e in events if e.startswith("provision: error:")]

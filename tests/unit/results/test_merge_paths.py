@@ -9,7 +9,9 @@ import stat
 
 import pytest
 
-from provision import cli, core, paths
+from provision import cli, paths
+from provision.commands import merge as merge_command
+from provision.report import junit
 from provision.errors import OutputError, ProvisionError
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Run
 from tests.unit.mounts import small_tmpfs
@@ -54,7 +56,7 @@ def test_a_raw_path_leaving_raw_refuses_the_merge_and_makes_nothing(runs, bad):
     before = everything(runs)
     with pytest.raises(ProvisionError, match=f"merge: .*/b: raw output path '{bad}' is not a file under the run's "
                                              "raw/.*refused, nothing merged"):
-        core.merge(["a", "b"], "m", progress=lambda line: None)
+        merge_command.merge(["a", "b"], "m", progress=lambda line: None)
     assert everything(runs) == before  # no merged folder, no latest, nothing copied, nothing overwritten
 
 
@@ -65,7 +67,7 @@ def test_a_path_the_journal_alone_names_is_checked_too(runs):
     shard(runs, "a", "n1", ["raw/n1/xid.txt"])
     shard(runs, "b", "n2", ["raw/n2/xid.txt"], journal=[crafted])
     try:
-        core.merge(["a", "b"], "m", progress=lambda line: None)
+        merge_command.merge(["a", "b"], "m", progress=lambda line: None)
     except ProvisionError as exc:
         assert "/etc/passwd" in str(exc)
         assert sorted(p.name for p in runs.iterdir()) == ["a", "b"]
@@ -86,7 +88,7 @@ def test_a_symlink_out_of_its_run_and_a_fifo_are_left_out_with_one_warning_each(
     (b / "raw/n2/fifo.txt").unlink()
     os.mkfifo(b / "raw/n2/fifo.txt")  # opened non-blocking and refused by fstat: never waited on
     said = []
-    assert core.merge(["a", "b"], "m", progress=said.append) == 0
+    assert merge_command.merge(["a", "b"], "m", progress=said.append) == 0
     warnings = sorted(line for line in said if "warning" in line)  # in path order: fifo.txt, out.txt
     assert len(warnings) == 2, said
     assert warnings[0].endswith("b/report.json: raw/n2/fifo.txt: not a regular file: not copied")
@@ -104,7 +106,7 @@ def test_merged_raw_files_are_0600_in_0700_folders(runs):
     shard(runs, "b", "n2", ["raw/n2/xid.txt", "raw/fabric/x.txt"])
     old = os.umask(0)  # the modes below are the store's, whatever the umask lets through
     try:
-        assert core.merge(["a", "b"], "m", progress=lambda line: None) == 0
+        assert merge_command.merge(["a", "b"], "m", progress=lambda line: None) == 0
     finally:
         os.umask(old)
     merged = runs / "m"
@@ -122,10 +124,10 @@ def test_a_failure_on_the_way_leaves_no_half_merged_folder(runs, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(runs / "m" / "junit"))
 
-    monkeypatch.setattr(core.junit, "write", full)
+    monkeypatch.setattr(junit, "write", full)
     with pytest.raises(OutputError, match=f"merge: cannot write {runs}/m/junit: No space left on device; nothing "
                                           f"merged .{runs}/m removed."):
-        core.merge(["a", "b"], "m", progress=lambda line: None)
+        merge_command.merge(["a", "b"], "m", progress=lambda line: None)
     assert OutputError.exit_status == 5
     assert sorted(p.name for p in runs.iterdir()) == ["a", "b"]  # no m/, no latest
 
@@ -140,7 +142,7 @@ def test_a_disk_filling_up_on_the_way_leaves_no_half_merged_folder(tmp_path, mon
             (folder / f"raw/{host}/xid.txt").write_bytes(b"x" * 100_000)
         with pytest.raises(OutputError, match=f"merge: cannot write {runs}/m/raw/n3/xid.txt: No space left on device; "
                                               f"nothing merged .{runs}/m removed."):
-            core.merge([str(f) for f in shards], "m", progress=lambda line: None)
+            merge_command.merge([str(f) for f in shards], "m", progress=lambda line: None)
         assert list(runs.iterdir()) == []
 
 

@@ -3,7 +3,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from provision import core
+from provision.commands._job import publish, select
+from provision.results import store
 from provision.engine.control import Control
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, Finding, HostInstall, HostRecord, Outcome, Run, Scope
@@ -187,10 +188,10 @@ def test_the_job_writes_drain_txt_after_a_burnin_and_checks_the_options(tmp_path
     rundir = RunStore(tmp_path).create("r1")
     run = run_of(node01="pass", node02="fail")
     said = []
-    core._outputs(("burnin",), rundir, run, said.append, [])  # the job's outputs, drain.txt among them
-    core._drain(("burnin",), rundir, run, {}, False, Control(said.append))
-    assert (rundir.path / core.DRAIN_FILE).read_text() == drain.drain_lines(run)[0] + "\n"
-    assert not (rundir.path / core.SLURM_FILE).exists()
+    publish.outputs(("burnin",), rundir, run, said.append, [])  # the job's outputs, drain.txt among them
+    publish.drain(("burnin",), rundir, run, {}, False, Control(said.append))
+    assert (rundir.path / store.DRAIN).read_text() == drain.drain_lines(run)[0] + "\n"
+    assert not (rundir.path / store.SLURM).exists()
     with pytest.raises(ProvisionError, match="--resume-passed needs --drain slurm"):
-        core._drain_options(None, True)
-    core._drain_options("slurm", True)
+        select.drain_options(None, True)
+    select.drain_options("slurm", True)

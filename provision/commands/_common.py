@@ -1,0 +1,38 @@
+"""What several commands share: their console lines, the time, a run's exit status."""
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+from provision.errors import ExitStatus
+from provision.report.console import visible
+from provision.results.model import FABRIC, Outcome, Run
+
+
+def say(line: object = "", end: str = "\n") -> None:
+    """Print a line on stdout, its control characters made visible (provision.report.console)."""
+    print(visible(line), end=end, flush=True)
+
+
+def warn(line: object) -> None:
+    """Print a line on stderr, its control characters made visible."""
+    print(visible(line), file=sys.stderr, flush=True)
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def status(run: Run) -> ExitStatus:
+    """OK when every host passed and no result blames the fabric itself (a leaf-spine cable)."""
+    fabric = any(r.outcome is Outcome.FAIL and FABRIC in r.blamed() for r in run.results)
+    return ExitStatus.OK if all(v == "pass" for v in run.verdicts().values()) and not fabric else ExitStatus.NODE_FAILED
+
+
+def rebuilt(line: str) -> None:
+    """Says on stderr that a run was rebuilt from its journal (``RunDir.load``)."""
+    print(f"provision: warning: {line}", file=sys.stderr)
+
+
+def cut(text: str, most: int = 200) -> str:
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"

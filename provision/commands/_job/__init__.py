@@ -1,0 +1,160 @@
+"""The main job (``provision run``, ``install``, ``burnin``) as phases over one run context: select the
+GPU nodes (and pass the plan gate before an install), take them, install, burn in, remember the run in
+the history, publish its outputs (report.json, JUnit, burnin.prom, drain.txt; then the drain in Slurm).
+
+Results go to ``runs/<run_id>/`` and ``runs/latest`` (``provision.results.store``); the report is
+rewritten after every phase so an interruption loses nothing already gathered.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from provision import inventory as inv
+from provision import paths
+from provision.commands._common import now, status
+from provision.commands._job import burnin, install, publish, remember, select
+from provision.commands._job.options import JobOptions
+from provision.engine import hostlock
+from provision.engine.control import Control, stopping_on_signals
+from provision.errors import ExitStatus
+from provision.report import progress as progress_view
+from provision.report import summary
+from provision.results.model import JUDGED_VARS, HostRecord, Run
+from provision.results.store import RunDir, RunStore
+from provision.slurm import drain as slurm_drain
+
+__all__ = ["JobOptions", "RunContext", "run"]
+
+
+@dataclass
+class Chosen:
+    """What the select phase chose: the GPU nodes, the checks and the scope they run."""
+
+    label: str
+    hosts: list
+    inventory: inv.Inventory | None  # None for ``burnin --local``
+    checks: list[str] | None
+    scope: str
+
+
+@dataclass
+class RunContext:
+    """One run of the job: its options, what was chosen, its folder and record, the hosts it holds."""
+
+    options: JobOptions
+    chosen: Chosen
+    progress: Callable[[str], None]
+    slurm_nodes: dict[str, str]
+    rundir: RunDir
+    run: Run
+    held: hostlock.Held
+    console: progress_view.Progress
+    control: Control
+    unwritten: list[str] = field(default_factory=list)  # the result files that could not be written, one line each
+
+    @property
+    def history_kept(self) -> bool:
+        """Whether the run goes into the history: always over SSH, with --local only when --history is given."""
+        return not (self.options.local and self.options.history is None)
+
+
+def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitStatus:
+    """Run ``options.phases`` (install, burnin) on the GPU nodes (hosts with ``provision_profile``) of
+    ``options.inventory``; with ``retry_failed`` (a run) only on the hosts whose install did not end ok
+    there. Returns the exit status; raises ProvisionError for bad input, HostsBusy (exit 6) for hosts
+    another run holds after ``wait`` seconds. While it runs, the console shows a line per check and per
+    role (``provision.report.progress``), a line per host and job with ``verbose``."""
+    chosen = _select(options, progress)
+    if not chosen.hosts:  # only a shard can be empty: more shards than nodes (or racks) is a valid split
+        progress(f"shard {options.shard}: no GPU node of {chosen.label} falls in this shard; nothing to run, "
+                 "no run made")
+        return ExitStatus.OK
+    ctx = _begin(options, chosen, progress)
+    with stopping_on_signals(ctx.control), ctx.console:
+        try:
+            hosts = _install(ctx)
+            if "burnin" in options.phases and hosts and not ctx.control.stop.is_set():
+                burnin.burnin(hosts, ctx.rundir, ctx.run, chosen.checks, ctx.control, chosen.scope, options.schedule,
+                              options.local, options.forks, ctx.held)
+        finally:
+            ctx.held.release()
+            ctx.run.finished = now()
+            publish.outputs(options.phases, ctx.rundir, ctx.run, progress, ctx.unwritten)  # before the history
+            _remember(ctx)
+    publish.drain(options.phases, ctx.rundir, ctx.run, ctx.slurm_nodes, options.resume_passed, ctx.control,
+                  ctx.unwritten)  # --drain slurm
+    return _end(ctx)
+
+
+def _select(options: JobOptions, progress) -> Chosen:
+    """The select phase and the plan gate: options checked, hosts chosen; touches no node."""
+    select.drain_options(options.drain, options.resume_passed)
+    select.known_checks(options.checks)
+    if "burnin" in options.phases and not (options.local and options.history is None):
+        remember.history_path(options.history)
+    limit = list(options.limit) if options.limit is not None else None
+    if options.retry_failed is not None:
+        limit = select.failed_installs(options.retry_failed, limit)
+        progress(f"retry: {len(limit)} hosts whose install did not end ok in {options.retry_failed}: "
+                 f"{', '.join(limit)}")
+    checks = list(options.checks) if options.checks is not None else None
+    if options.local:
+        label, hosts, checks, scope = select.local(
+            options.inventory, options.host, options.profile, options.vault, checks, options.scope,
+            (limit, options.shard, options.retry_failed, options.phases), progress)
+        return Chosen(label, hosts, None, checks, scope)
+    inventory = select.gpu_inventory(options.inventory, limit, options.vault, progress)
+    hosts = select.selected(inventory, options.phases, options.shard, options.shard_by, options.vault, limit,
+                            options.force, progress)
+    return Chosen(inventory.label, hosts, inventory, checks, options.scope)
+
+
+def _begin(options: JobOptions, chosen: Chosen, progress) -> RunContext:
+    """The run's folder and record, its hosts taken (``burnin.take_hosts``), its console."""
+    slurm_nodes = slurm_drain.node_names(chosen.hosts) if options.drain == "slurm" else {}  # before any node
+    if options.check_set is not None:
+        chosen.checks = select.check_set(options.check_set, chosen.hosts, chosen.checks)
+    rundir = RunStore(paths.RUNS).create(options.run_id, warn=progress)
+    held = burnin.take_hosts(chosen.hosts, options.phases, rundir, options.local, options.wait, progress)
+    record = Run(run_id=rundir.name, inventory=chosen.label, phases=list(options.phases), started=now(),
+                 hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
+                        for h in chosen.hosts})
+    progress(f"run {rundir.name}: {len(chosen.hosts)} GPU nodes from {chosen.label}, phases "
+             f"{', '.join(options.phases)}")
+    console = progress_view.Progress(progress, verbose=options.verbose, live=options.live)
+    return RunContext(options, chosen, progress, slurm_nodes, rundir, record, held, console,
+                      Control(console.line, events=console.event))
+
+
+def _install(ctx: RunContext) -> list:
+    """The install phase; the hosts that go on to the burn-in (those that installed cleanly)."""
+    if "install" not in ctx.options.phases:
+        return ctx.chosen.hosts
+    assert ctx.chosen.inventory is not None  # --local is refused an install (select.local)
+    hosts = install.install(ctx.chosen.inventory, ctx.chosen.hosts, ctx.rundir, ctx.run, ctx.options.tags,
+                            ctx.control, ctx.options.forks)
+    ctx.rundir.save(ctx.run)
+    return hosts
+
+
+def _remember(ctx: RunContext) -> None:
+    """The remember phase: after a burn-in, the run gated against the history and stored in it
+    (``remember.remember``); the regressions it finds go into every output too."""
+    if "burnin" not in ctx.options.phases or not ctx.run.results or not ctx.history_kept:  # see select.local
+        return
+    found = len(ctx.run.results)
+    remember.remember(ctx.run, ctx.rundir, ctx.options.history, ctx.progress)
+    if len(ctx.run.results) > found:
+        publish.outputs(ctx.options.phases, ctx.rundir, ctx.run, ctx.progress, ctx.unwritten)
+
+
+def _end(ctx: RunContext) -> ExitStatus:
+    """The summary and the exit status: stopped (a signal), a result file unwritten, else the verdicts'."""
+    ctx.progress("\n" + summary.render(ctx.run))
+    ctx.progress(f"\nresults: {ctx.rundir.report}, JUnit in {ctx.rundir.junit}/")
+    if ctx.control.stop.is_set():
+        ctx.progress(f"provision: stopped by {ctx.control.reason}; the results gathered so far are in "
+                     f"{ctx.rundir.path}")
+        return ExitStatus.TERMINATED if ctx.control.reason == "SIGTERM" else ExitStatus.INTERRUPTED
+    return ExitStatus.NOT_WRITTEN if ctx.unwritten else status(ctx.run)

@@ -1,0 +1,82 @@
+"""The job's burn-in phase: the hosts taken (their locks), then every check through the engine, each
+result journaled as it ends."""
+from __future__ import annotations
+
+import json
+import time
+
+from provision import paths
+from provision.engine import burnin as burnin_engine
+from provision.engine import hostlock
+from provision.engine.control import Control
+from provision.engine.local import LocalTransport
+from provision.engine.ssh import SshTransport
+from provision.errors import not_written
+from provision.report import hostlist
+from provision.results.model import Run
+from provision.results.store import RunDir
+
+SAVE_EVERY_S = 2.0  # report.json is rewritten at most this often during a burn-in (the journal has every result)
+SAVE_SHARE = 10  # ... and at most once per this many times its last save took (1,250 x 15 results: ~5 s a save)
+
+
+def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, progress) -> hostlock.Held:
+    """Take the hosts for the run in ``rundir`` (``provision.engine.hostlock``): their controller locks, then,
+    for a burn-in, their node locks (over SSH, the connections kept for the burn-in; in-process with ``local``).
+    Raises HostsBusy (exit 6) naming the runs that hold some and those hosts, after ``wait`` seconds, having
+    removed the run's folder (still empty: a refused run leaves nothing)."""
+    line = json.dumps(hostlock.holder(rundir.name, phases))
+    names = [h.name for h in hosts]
+    held = hostlock.Held()
+    try:
+        held = hostlock.take_controller(paths.RUNS / hostlock.LOCKS, names, line, wait or 0.0, hostlist.fold,
+                                        progress)
+        if "burnin" in phases and local:
+            hostlock.take_local(line, hostlist.fold, names[0], held)
+        elif "burnin" in phases:
+            hostlock.mark_nodes(hosts, SshTransport(), line, wait or 0.0, hostlist.fold, progress, held)
+    except BaseException:
+        held.release()
+        try:
+            rundir.path.rmdir()
+        except OSError:
+            pass
+        raise
+    return held
+
+
+def burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scope: str = "all",
+           schedule: str = "quick", local: bool = False, forks: int | None = None,
+           held: hostlock.Held | None = None) -> None:
+    """Burn in ``hosts``; each result is journaled as it ends, and report.json refreshed."""
+    started, saved = time.monotonic(), [0.0, 0.0]  # when report.json was last saved, how long that took
+    control.progress(f"burnin: {len(hosts)} hosts")
+
+    said: set[str] = set()
+
+    def keeping(write) -> None:  # a full disk costs the journal or a save, never the burn-in: said once per file
+        try:
+            write()
+        except OSError as exc:
+            if str(exc.filename) not in said:
+                said.add(str(exc.filename))
+                control.progress(f"provision: warning: {not_written(exc)}; the burn-in goes on")
+
+    def record(result) -> None:
+        run.results.append(result)
+        keeping(lambda: rundir.record(result))
+        if time.monotonic() - saved[0] >= max(SAVE_EVERY_S, SAVE_SHARE * saved[1]):  # the scheduler waits for it
+            began = time.monotonic()
+            keeping(lambda: rundir.save(run))
+            saved[:] = [time.monotonic(), time.monotonic() - began]
+
+    run.results = []
+    keeping(lambda: rundir.begin(run))  # the journal alone can rebuild the run (RunDir.load)
+    procedure: dict = {}
+    transport = hostlock.Reusing(LocalTransport() if local else SshTransport(), held or hostlock.Held())
+    ordered = burnin_engine.run(hosts, run.hosts, rundir, transport, only_checks, control, record,
+                                scope=scope, schedule_name=schedule, cluster_out=procedure, forks=forks)
+    run.results = ordered
+    run.cluster = procedure or None
+    run.burnin_wall_s = round(time.monotonic() - started, 1)
+    keeping(rundir.sync_journal)

@@ -1,0 +1,163 @@
+"""The job's first phases: its options checked, the GPU nodes selected (inventory, shard or this machine),
+the plan gate before an install, the checks chosen. Nothing here touches a node."""
+from __future__ import annotations
+
+from provision import checks, embedded, paths, profiles
+from provision import inventory as inv
+from provision.checks import references
+from provision.errors import ProfileError, ProvisionError
+from provision.results.model import Scope
+from provision.results.store import RunStore
+
+
+def known_checks(only_checks) -> None:
+    """Raises ProvisionError (exit 2) when ``--checks`` names none or an unknown one."""
+    known = checks.ids()
+    if only_checks is not None and not only_checks:
+        raise ProvisionError("--checks: name at least one check")
+    unknown = sorted(set(only_checks or ()) - set(known))
+    if unknown:
+        raise ProvisionError(f"--checks: unknown check {', '.join(unknown)} (known: {', '.join(known)})")
+
+
+def drain_options(drain: str | None, resume_passed: bool) -> None:
+    """Raises ProvisionError for --resume-passed without --drain slurm (before any rack starts)."""
+    if resume_passed and drain != "slurm":
+        raise ProvisionError("--resume-passed needs --drain slurm")
+
+
+def failed_installs(run_arg: str, limit) -> list[str]:
+    """The hosts of a saved run whose install failed or never reached them. Raises ProvisionError
+    with ``limit`` given too, when the run installed nothing, or when every host installed ok."""
+    saved = RunStore(paths.RUNS).open(run_arg).load()
+    if not saved.install:
+        raise ProvisionError(f"--retry-failed {run_arg}: that run installed nothing")
+    if limit:
+        raise ProvisionError("--retry-failed chooses the hosts itself: leave out --limit")
+    failed = [h for h, i in saved.install.items() if i.status in ("failed", "unreachable")]
+    if not failed:
+        raise ProvisionError(f"--retry-failed {run_arg}: every host installed ok there")
+    return failed
+
+
+def gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inventory:
+    """The inventory, with at least one GPU node selected; hosts without a profile are named and left out."""
+    sources = inv.resolve_all(inventory_args)
+    for path in sources:
+        embedded.ensure_running(path, progress)
+    inventory = inv.load(sources, vault, limit)
+    others = [h.name for h in inventory.hosts if h.profile is None]
+    if not inventory.gpu_hosts:
+        raise ProvisionError(f"{inventory.label}: no GPU node to run on: no host{' in --limit' if limit else ''} "
+                             "has provision_profile (see `provision inventory`)")
+    checked: dict[int, profiles.Profile] = {}  # hosts of one profile and the same overrides share a view: once
+    for host in inventory.gpu_hosts:  # a bad profile or site variable stops the run before any node is touched
+        profile = profiles.for_host(str(host.profile), host.vars, host.name)
+        if id(profile) in checked:
+            continue
+        try:
+            references.validate(profile)
+        except ProfileError as exc:
+            raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
+        checked[id(profile)] = profile  # kept, so that no other view can take its id
+    for warning in inventory.warnings:
+        progress(f"provision: warning: {warning}")
+    if others:
+        progress(f"{len(others)} hosts without provision_profile are not GPU nodes, left out: "
+                 f"{', '.join(others[:8])}{' ...' if len(others) > 8 else ''}")
+    return inventory
+
+
+def selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str | None, vault: inv.Vault, limit,
+             force: bool, progress) -> list:
+    """The GPU nodes the job runs on (its shard, when given), after the plan gate when it installs."""
+    hosts = list(inventory.gpu_hosts)
+    if shard is None and shard_by is not None:
+        raise ProvisionError(f"--shard-by {shard_by}: give --shard K/N too")
+    if shard is not None:
+        hosts = _shard(hosts, shard, shard_by or "hash", progress)
+        limit = [h.name for h in hosts]
+    if "install" in phases and hosts:
+        plan_gate(inventory, vault, limit, force, progress)
+    return hosts
+
+
+def _shard(hosts: list, shard: str, by: str, progress) -> list:
+    """The GPU nodes of shard ``shard`` ("K/N", by hash or rack); none when the split gives this shard
+    nothing (a Slurm array of more tasks than the cluster has nodes or racks), which is not an error."""
+    from provision.inventory import shard as sharding
+
+    mine = sharding.select(hosts, shard, by)
+    progress(f"shard {shard} by {by}: {len(mine)} of {len(hosts)} GPU nodes")
+    return mine
+
+
+def plan_gate(inventory: inv.Inventory, vault: inv.Vault, limit, force: bool, progress) -> None:
+    """``provision plan`` before an install: its errors stop the job (ProvisionError), unless ``force``."""
+    from provision.plan import planner
+
+    found = planner.plan(inventory, vault, limit)
+    if found.problems:
+        raise found.problems[0]
+    errors = found.errors()
+    for finding in errors:
+        progress(f"plan: {finding.line()}")
+    if errors and not force:
+        raise ProvisionError(f"plan: {len(errors)} errors in the stack or the design (above; `provision plan -i "
+                             f"{inventory.label}` proposes the nearest consistent stack): not installing; "
+                             "--force installs anyway")
+    if errors:
+        progress(f"plan: {len(errors)} errors, installing anyway (--force)")
+
+
+def local(inventory_args, host_name: str | None, profile: str | None, vault: inv.Vault, only_checks,
+          scope: str, refused: tuple, progress) -> tuple[str, list, list[str] | None, str]:
+    """``burnin --local``: (label, [this machine's Host], checks, scope). Node-scope checks only: a pair or
+    cluster check needs several nodes, so one named in ``--checks`` (or ``--scope cluster``) is refused,
+    and ``provision merge`` of the nodes' runs holds node results only. No history by default: every
+    node would write one SQLite file at once, on a shared file system (give ``--history`` to have it).
+    Raises ProvisionError (exit 2) for options that select other hosts (``refused``)."""
+    from provision.inventory import local as local_host
+
+    for value, option in zip(refused, ("--limit", "--shard", "--retry-failed")):
+        if value:
+            raise ProvisionError(f"burnin --local: {option} selects other hosts; --local burns in this machine only")
+    if refused[3] != ("burnin",):
+        raise ProvisionError("--local: burn-in only (install with `provision install` from a controller)")
+    if scope == "cluster":
+        raise ProvisionError("burnin --local: --scope cluster needs several nodes; run it from a controller over SSH")
+    registry = checks.registry()
+    others = [c for c in only_checks or () if registry[c].scope is not Scope.NODE]
+    if others:
+        raise ProvisionError(f"burnin --local: {', '.join(others)} need several nodes (pair or cluster checks); "
+                             "run them from a controller over SSH")
+    sources = inv.resolve_all(inventory_args) if inventory_args else ()
+    label, host = local_host.this_host(host_name, profile, sources, vault)
+    try:
+        references.validate(profiles.for_host(str(host.profile), host.vars, host.name))
+    except ProfileError as exc:
+        raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
+    progress(f"burnin --local: {host.name} from {label}; node checks only (pair and cluster checks need a "
+             "controller: SSH)")
+    return label, [host], only_checks, "node"
+
+
+def check_set(name: str, hosts: list, only_checks) -> list[str]:
+    """The checks tagged with set ``name`` (``Check.sets``) less those every one of ``hosts``' profiles
+    excludes (``exclude_checks``; their union, in run order). Raises ProvisionError with --checks given
+    too, for a set no check has, or naming the profile file of an exclusion of an unknown check."""
+    if only_checks is not None:
+        raise ProvisionError("--check-set and --checks: give one of them")
+    registry = checks.registry()
+    known = sorted({s for check in registry.values() for s in check.sets})
+    if name not in known:
+        raise ProfileError(f"--check-set {name}: no such check set (known: {', '.join(known) or 'none'})")
+    wanted: set[str] = set()
+    for profile_name in dict.fromkeys(str(host.profile) for host in hosts):
+        profile = profiles.load(profile_name)
+        unknown = sorted(set(profile.exclude_checks) - set(registry))
+        if unknown:
+            raise ProfileError(f"{profile.path}: exclude_checks: unknown check {', '.join(unknown)} "
+                               f"(known: {', '.join(registry)})")
+        wanted |= {c for c, check in registry.items() if name in check.sets and c not in profile.exclude_checks}
+    return [c for c in registry if c in wanted]

@@ -1,0 +1,24 @@
+"""``provision checks``: the burn-in checks in run order, or README's table (``--markdown``)."""
+from __future__ import annotations
+
+import argparse
+
+from provision import checks
+from provision.commands._common import say
+from provision.errors import ExitStatus
+
+
+def main(args: argparse.Namespace) -> int:
+    return list_checks(args.markdown, out=say)
+
+
+def list_checks(markdown: bool = False, out=print) -> ExitStatus:
+    """Print the checks in run order: id, scope, order, needs, timeout, metrics; or README's table."""
+    if markdown:
+        out(checks.markdown_table(), end="")
+        return ExitStatus.OK
+    for check in checks.registry().values():
+        metrics = ", ".join(f"{m} [{u}]" if u else m for m, u in check.metrics.items()) or "-"
+        out(f"{check.id:<16} {check.scope.value:<7} order {check.order:<3} needs {','.join(check.needs) or '-':<8} "
+            f"timeout {check.timeout_s:>4.0f} s  {metrics}")
+    return ExitStatus.OK

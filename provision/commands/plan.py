@@ -1,0 +1,59 @@
+"""``provision plan``: the stack and the hardware design of an inventory checked before touching a node
+(``provision.plan.planner``), or a cluster sized (``--gpus N --profile P``, ``provision.plan.sizing``)."""
+from __future__ import annotations
+
+import argparse
+
+from provision import arguments, profiles
+from provision import inventory as inv
+from provision.commands._common import say, warn
+from provision.errors import ExitStatus, ProvisionError
+
+
+def main(args: argparse.Namespace) -> int:
+    return plan(args.inventory, arguments.limit(args.limit), arguments.vault(args), args.gpus, args.profile,
+                args.switch_radix, args.oversubscription, args.pue, args.node_power_W, out=say, err=warn)
+
+
+def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None, vault: inv.Vault = inv.Vault(),
+         gpus: int | None = None, profile: str | None = None, radix: int = 64, oversubscription: str = "1:1",
+         pue: float | None = None, node_W: float | None = None, out=print, err=print) -> ExitStatus:
+    """With ``gpus`` and ``profile``, the cluster sizing; else the plan of the inventory, touching no
+    node. Exit 1 when it finds an error, 2 for bad input (a host the plan could not read is named on
+    ``err``, the others still planned)."""
+    from provision.plan import planner
+
+    if gpus is not None or profile is not None:
+        return _sizing(gpus, profile, radix, oversubscription, pue, node_W, out)
+    if not inventory_args:
+        raise ProvisionError("plan: give -i INVENTORY (check its stack and hardware) or --gpus N --profile P (size)")
+    inventory = inv.read(inv.resolve_all(inventory_args), vault, limit)
+    if not inventory.gpu_hosts and not inventory.problems:
+        raise ProvisionError(f"{inventory.label}: no host has provision_profile: nothing to plan")
+    found = planner.plan(inventory, vault, limit)
+    problems = [*inventory.problems, *found.problems]
+    for line in planner.render(found):
+        out(line)
+    if problems:
+        out(f"plan: {len(problems)} hosts or fields could not be planned (errors below): fix them and plan again")
+    for problem in problems:
+        err(f"provision: error: {problem}")
+    if problems:
+        return ExitStatus.BAD_INPUT
+    return ExitStatus.NODE_FAILED if found.errors() else ExitStatus.OK
+
+
+def _sizing(gpus: int | None, profile: str | None, radix: int, oversubscription: str, pue: float | None,
+            node_W: float | None, out) -> ExitStatus:
+    """``provision plan --gpus N --profile P``: the sizing and the profile's hardware balance."""
+    from provision.plan import hardware, sizing
+
+    if gpus is None or profile is None:
+        raise ProvisionError("plan: --gpus and --profile go together (the sizing of N GPUs of a profile)")
+    chosen = profiles.load(profile)
+    result = sizing.size(gpus, chosen, radix, oversubscription, sizing.PUE if pue is None else pue, node_W)
+    for line in result.lines():
+        out(line)
+    for finding in hardware.balance(chosen):
+        out(f"  {finding.line()}")
+    return ExitStatus.OK
