@@ -99,24 +99,24 @@ def reference(row: Mapping) -> Reference:
 
 
 def build(data: Mapping) -> Hardware:
-    """The typed hardware of ``data``, a mapping ``profile.schema.json`` accepted."""
+    """The typed hardware of ``data``, a mapping ``profile.schema.json`` accepted. Numbers stay as the file
+    writes them (400, not 400.0: a finding's expected value reads as the profile does)."""
     gpu, hca, topology, power = data["gpu"], data["hca"], data["topology"], data.get("power")
     nvlink = gpu.get("nvlink")
     return Hardware(
         description=str(data["description"]),
         gpu=GPU(compute_capability=str(gpu["compute_capability"]), model=str(gpu["model"]), count=int(gpu["count"]),
-                memory_total_MiB=int(gpu["memory_total_MiB"]), power_cap_W=float(gpu["power_cap_W"]),
+                memory_total_MiB=int(gpu["memory_total_MiB"]), power_cap_W=gpu["power_cap_W"],
                 pcie=PCIe(int(gpu["pcie"]["gen"]), int(gpu["pcie"]["width"])), nvswitch=bool(gpu["nvswitch"]),
                 memory_error_mechanism=str(gpu["memory_error_mechanism"]),
-                nvlink=NVLink(int(nvlink["version"]), int(nvlink["links"]), float(nvlink["speed_GBps"]))
+                nvlink=NVLink(int(nvlink["version"]), int(nvlink["links"]), nvlink["speed_GBps"])
                 if nvlink else None,
                 bus_ids=tuple(gpu.get("bus_ids") or ())),
-        hca=HCA(count=int(hca["count"]), model=hca.get("model"),
-                rate_Gbps=float(hca["rate_Gbps"]) if hca.get("rate_Gbps") is not None else None,
+        hca=HCA(count=int(hca["count"]), model=hca.get("model"), rate_Gbps=hca.get("rate_Gbps"),
                 link_layer=hca.get("link_layer"), pcie=_pcie(hca.get("pcie")),
                 devices=tuple(hca["devices"]) if hca.get("devices") is not None else None),
         topology=Topology(topology.get("gpu_gpu"), topology.get("gpu_nearest_nic")),
-        power=Power(float(power["node_max_W"]), str(power["source"])) if power else None,
+        power=Power(power["node_max_W"], str(power["source"])) if power else None,
         references=freeze({check: {metric: reference(row) for metric, row in rows.items()}
                            for check, rows in (data.get("references") or {}).items()}),
         exclude_checks=tuple(data.get("exclude_checks") or ()))
