@@ -48,7 +48,7 @@ from provision.results.model import Reference
 DATA_DIR = Path(__file__).with_name("data")
 SITE_REFERENCES = Path(__file__).with_name("site_references.yaml")
 BONDING_DIR = "/proc/net/bonding"  # the bonding driver's status files (kernel bonding.rst)
-FEATURES = ("gpu", "hca", "nvlink")  # hardware features a check may need (``Profile.has``), besides storage
+FEATURES = ("gpu", "hca", "nvlink", "ecc")  # hardware features a check may need (``Profile.has``), besides storage
 SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
 
 
@@ -113,7 +113,8 @@ class Profile:
         return release.pins(self.target)
 
     def has(self, feature: str) -> bool:
-        """Whether the host has ``feature``: gpu, hca, nvlink (hardware) or storage (site facts)."""
+        """Whether the host has ``feature``: gpu, hca, nvlink, ecc (GPU memory that counts its errors:
+        ``gpu.memory_error_mechanism`` other than none) or storage (site facts)."""
         if feature == "storage":
             return bool(self.site.get("storage"))
         if feature == "gpu":
@@ -122,6 +123,8 @@ class Profile:
             return self.hca.count > 0
         if feature == "nvlink":
             return self.gpu.nvlink is not None and self.gpu.nvlink.links > 0
+        if feature == "ecc":
+            return self.gpu.count > 0 and self.gpu.memory_error_mechanism != "none"
         raise ValueError(f"unknown feature {feature!r} (known: {', '.join([*FEATURES, 'storage'])})")
 
     def reference(self, check: str, metric: str) -> Reference | None:

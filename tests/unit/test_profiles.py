@@ -412,3 +412,8 @@ def test_a_bad_override_names_each_host_that_has_it():
     for name in ("n1", "n2"):
         with pytest.raises(ProfileError, match=f"^host {name}: provision_reference_overrides: "):
             profiles.for_host("h100-sxm5-80g-ndr", bad, name)
+
+
+def test_ecc_is_a_feature_of_gpu_memory_that_counts_its_errors():
+    assert profiles.load("h100-sxm5-80g-ndr").has("ecc") and profiles.load("a100-pcie-40g-hdr").has("ecc")
+    assert not profiles.load("rtx4090-pcie").has("ecc")  # GDDR6X without ECC on GeForce: memory_error_mechanism none
