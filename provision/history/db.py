@@ -35,6 +35,7 @@ from provision import paths
 from provision.errors import OutputError, ProvisionError
 from provision.history import dbfile
 from provision.results.model import REGRESSION, Run
+from provision.results.store import HISTORY
 
 ENV = "PROVISION_HISTORY"
 T = TypeVar("T")
@@ -63,7 +64,7 @@ MIGRATIONS = (
 
 def path(given: str | os.PathLike | None = None) -> Path:
     """The database file: ``given``, else $PROVISION_HISTORY, else ``<runs>/history.db``."""
-    return Path(given or os.environ.get(ENV) or paths.RUNS / "history.db")
+    return Path(given or os.environ.get(ENV) or paths.RUNS / HISTORY)
 
 
 def migrate(conn: sqlite3.Connection, origin: str, upto: int = len(MIGRATIONS)) -> int:

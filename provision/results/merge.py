@@ -70,10 +70,10 @@ def _raw_moves(runs: list[Run]) -> list[dict[str, str]]:
             if seen[path] == 1:
                 move[path] = path
                 continue
-            new, n = f"raw/shard-{i + 1}/{path.removeprefix('raw/')}", 1
+            new, n = f"{RAW}/shard-{i + 1}/{path.removeprefix(RAW + '/')}", 1
             while new in taken:  # never onto a path some shard wrote, or one moved here before
                 n += 1
-                new = f"raw/shard-{i + 1}-{n}/{path.removeprefix('raw/')}"
+                new = f"{RAW}/shard-{i + 1}-{n}/{path.removeprefix(RAW + '/')}"
             taken.add(new)
             move[path] = new
         moves.append(move)

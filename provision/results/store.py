@@ -48,7 +48,8 @@ JOURNAL_SYNC_EVERY = 1000
 JOURNAL_SYNC_S = 1.0
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 LATEST = "latest"
-RESERVED = (LATEST, "history.db")  # names under runs/ that are not runs
+HISTORY = "history.db"  # the history database's default place, beside the runs (provision.history.db)
+RESERVED = (LATEST, HISTORY)  # names under runs/ that are not runs
 OS_RELEASE = "os-release.txt"
 # The names of a run folder's files (the layout above): nothing outside the store spells them.
 REPORT = "report.json"
