@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from provision.checks import fabric as fabric_check  # noqa: E402
+from provision.checks.base import Context  # noqa: E402
 from provision.fabric.discover import plane_from_ibnetdiscover  # noqa: E402
 from provision.fabric.model import Fabric  # noqa: E402
 from provision.sim.synth import _guid, node_id  # noqa: E402
@@ -98,7 +99,8 @@ def run(switches: int, per_leaf: int, save: Path | None) -> None:
         (save / f"fabric_{switches}.txt").write_text(text)
     parsed = timed("parse", lambda: parse_tool("ibnetdiscover", text))
     plane = timed("model", lambda: plane_from_ibnetdiscover(parsed, "mlx5_0", None))
-    findings = timed("check", lambda: fabric_check.judge({"mlx5_0": parsed}, {"hca": {"rate_Gbps": 400}}))
+    context = Context({"mlx5_0": parsed}, {"hca": {"rate_Gbps": 400}}, None)
+    findings = timed("check", lambda: fabric_check.judge(context))
     view = timed("view", lambda: Fabric([plane]).to_dict("4xNDR"))
     hosts = [h.host for h in plane.hcas if h.host]
     rng = random.Random(0)

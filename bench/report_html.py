@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from provision import checks, profiles  # noqa: E402
+from provision.checks.base import judge_outputs  # noqa: E402
+from provision.engine.jobs import target  # noqa: E402
+from provision.inventory import Host  # noqa: E402
 from provision.checks.rules import within  # noqa: E402
 from provision.report import html, prometheus  # noqa: E402
 from provision.results.model import CheckResult, Finding, HostRecord, Outcome, Run, Scope  # noqa: E402
@@ -41,13 +44,15 @@ NODE_CHECKS = {  # check -> {step key: capture}; keys as the check's steps name 
 }
 
 
-def template_findings(check: str, files: dict[str, str], folder: str | None = None) -> list[Finding]:
-    """The check's findings on its healthy captures; one passing placeholder when it cannot judge
-    them under the plain profile (a site fact it needs)."""
+def template_findings(check: str, files: dict[str, str], folder: str | None = None,
+                      hosts: tuple[str, ...] = ("bench",)) -> list[Finding]:
+    """The check's findings on its healthy captures, judged for a job on ``hosts``; one passing
+    placeholder when it cannot judge them under the plain profile (a site fact it needs)."""
     spec = checks.registry()[check]
     try:
-        parsed = {key: spec.parse((DATA / (folder or check) / name).read_text()) for key, name in files.items()}
-        return spec.judge(parsed, profiles.for_host(PROFILE, {}, "bench"))
+        texts = {key: (DATA / (folder or check) / name).read_text() for key, name in files.items()}
+        ran = target(spec, tuple(Host(h, h, 22, "root", None, None, PROFILE) for h in hosts))
+        return judge_outputs(spec, profiles.for_host(PROFILE, {}, "bench"), ran, texts)
     except Exception as exc:  # noqa: BLE001 - a bench: say so and go on
         print(f"# {check}: placeholder finding ({type(exc).__name__}: {str(exc)[:80]})", file=sys.stderr)
         return [Finding("node", "placeholder", True, True, expected=True)]
@@ -76,9 +81,11 @@ def synthetic_run(n: int, seed: int = 1) -> Run:
     rng = random.Random(seed)
     names = [f"gpu-r01-{i:03d}" for i in range(1, n + 1)]
     templates = {c: template_findings(c, files) for c, files in NODE_CHECKS.items()}
-    pair = template_findings("ib_pairs", {f"mlx5_{i}": "sim_h100_healthy.txt" for i in range(8)}, "ib_write_bw")
+    pair = template_findings("ib_pairs", {f"mlx5_{i}": "sim_h100_healthy.txt" for i in range(8)}, "ib_write_bw",
+                             tuple(names[:2]))
     group = [dataclasses.replace(f, value=f.expected, ok=True) if f.metric == "nranks" else f  # a 2-node capture
-             for f in template_findings("nccl_cluster", {f"{n}-nodes": "sim_h100_2nodes_healthy.txt"})]
+             for f in template_findings("nccl_cluster", {f"{n}-nodes": "sim_h100_2nodes_healthy.txt"}, None,
+                                        tuple(names))]
     results = []
     for i, host in enumerate(names):
         slow = {"mlx5_3", "GPU2->GPU5", "GPU5->GPU2"} if i % 8 == 7 else set()

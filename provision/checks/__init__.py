@@ -46,6 +46,10 @@ def _found() -> list[tuple[Check, str]]:
             raise ProvisionError(f"check module {name} registers id {check.id!r}"
                              + (" twice" if check.id in found else ""))
         found[check.id] = (check, doc)
+    for check, _doc in found.values():
+        unknown = [c for c in check.references_from if c not in found]
+        if unknown:
+            raise ProvisionError(f"check {check.id} judges by the references of {', '.join(unknown)}: no such check")
     return sorted(found.values(), key=lambda pair: (pair[0].scope is not Scope.NODE, pair[0].order, pair[0].id))
 
 

@@ -4,13 +4,21 @@ A check module declares ``CHECK = Check(...)``: its id (= module name), the tool
 its ``order`` (lower runs first), its ``scope``, the hardware features it needs, its timeout,
 the metrics it reports (name -> unit), the JSON Schema of each reference's ``params`` (metric ->
 ``{"required": [...], "properties": {...}}``: the test parameters its command is built from,
-checked against every profile by ``provision.checks.references``) and three pure functions:
-``steps(profile, target) -> list[Step]`` (argv lists, never shell strings; ``target`` is the
-``Host`` for node scope, a ``Pair`` or a ``Group`` otherwise), ``parse(text) -> dict`` (one
-step's output; raises ParseError) and ``judge(parsed, profile) -> list[Finding]`` (``parsed``
-maps step key -> parse result). A multi-host check may declare the ``role`` it plays in the
-cluster procedure (``Role``). The engine (``provision.engine``) runs the steps and decides
-the outcome in stages (``provision.engine.verdict``).
+checked against every profile by ``provision.checks.references``), the checks whose references
+it judges against besides its own (``references_from``: ib_pairs judges by ib_write_bw's row)
+and two pure functions:
+
+- ``steps(profile, target) -> list[Step]``: argv lists, never shell strings; ``target`` is the
+  ``Host`` for node scope, a ``Pair`` or a ``Group`` otherwise. Each step names the parser of
+  its output (``Step(key, argv, parser="nvidia-smi-qx")``): a tool name ``provision parse``
+  knows (``provision.parsers.PARSERS``), or for a site's check one of its own ``parsers``.
+- ``judge(ctx: Context) -> list[Finding]``: ``ctx.parsed`` maps step key -> that step's parse
+  result, ``ctx.profile`` is the host's profile, ``ctx.target`` the job's target and
+  ``ctx.hosts`` its hosts. A parse or judge raises ParseError when the output cannot be judged.
+
+The engine (``provision.engine``) runs the steps, parses each output with the parser its step
+names (``parse_outputs``), and decides the outcome in stages (``provision.engine.verdict``). A
+multi-host check may declare the ``role`` it plays in the cluster procedure (``Role``).
 
 ``sets`` tags the check with the named sets it belongs to (nightly runs: ``quick`` reads the configuration
 and the links in minutes; ``deep`` is every check); a profile can only leave a check out (``exclude_checks``).
@@ -25,10 +33,13 @@ from enum import Enum
 from typing import Any, Callable
 
 from provision.errors import ParseError
+from provision.parsers import PARSERS, check_size, parse_tool
 from provision.results.model import Finding, Outcome, Reference, Scope
 
-__all__ = ["Check", "Finding", "Group", "Outcome", "Pair", "Ready", "Reference", "Role", "Scope", "Step",
-           "require_tools"]
+__all__ = ["Check", "Context", "Finding", "Group", "Outcome", "Pair", "Ready", "Reference", "Role", "Scope", "Step",
+           "judge_outputs", "parse_outputs"]
+
+Parser = Callable[[str], dict]
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,9 @@ class Ready:
 
 @dataclass(frozen=True)
 class Step:
-    """One command of a check. ``key`` names the device or case it covers ('' for the only step).
+    """One command of a check. ``key`` names the device or case it covers ('' for the only step);
+    ``parser`` the parser of its output (a ``provision parse`` tool name, or one of the check's
+    own ``parsers``).
 
     ``server`` is an argv started first and left running while ``argv`` runs (a perftest
     server); ``ready`` says when it is listening. ``on`` and ``server_on`` index the job's
@@ -51,6 +64,7 @@ class Step:
 
     key: str
     argv: list[str]
+    parser: str
     server: list[str] | None = None
     ready: Ready | None = None
     on: int = 0
@@ -103,12 +117,27 @@ class Role(Enum):
 
 
 @dataclass(frozen=True)
+class Context:
+    """What ``judge`` is given: ``parsed`` (step key -> parse result), the host's ``profile``, and
+    the job's ``target`` (the Host for node scope, a Pair or a Group)."""
+
+    parsed: dict[str, dict]
+    profile: Any
+    target: Any
+
+    @property
+    def hosts(self) -> tuple:
+        """The job's hosts: the target's, or the node itself."""
+        hosts = getattr(self.target, "hosts", None)
+        return tuple(hosts) if hosts is not None else (self.target,)
+
+
+@dataclass(frozen=True)
 class Check:
     id: str
     tool: str
     steps: Callable[[Any, Any], list[Step]]
-    parse: Callable[[str], dict]
-    judge: Callable[[dict, Any], list[Finding]]
+    judge: Callable[[Context], list[Finding]]
     order: int
     needs: tuple[str, ...] = ()
     scope: Scope = Scope.NODE
@@ -117,18 +146,46 @@ class Check:
     params: dict[str, dict] = field(default_factory=dict)
     role: Role | None = None
     sets: tuple[str, ...] = ()  # the named check sets it belongs to (``burnin --check-set quick``)
+    # Checks whose profile references this one judges against besides its own (by their metrics and params).
+    references_from: tuple[str, ...] = ()
+    # A site's check reading a tool no package parser reads: parser name -> parse(text). The package's
+    # checks have none: every parser they name is one ``provision parse`` knows.
+    parsers: dict[str, Parser] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.role is not None and self.scope is not self.role.scope:  # the procedure runs it as its role's jobs
             raise ValueError(f"check {self.id}: role {self.role.value} needs scope {self.role.scope.value}, "
                              f"not {self.scope.value}")
+        shadowed = sorted(set(self.parsers) & set(PARSERS))
+        if shadowed:  # one name, one parser: a step's output reads the same wherever it is parsed
+            raise ValueError(f"check {self.id}: its own parsers {', '.join(shadowed)} are provision parse's names")
+
+    def parse_output(self, parser: str, text: str) -> dict:
+        """``text`` read by the parser named ``parser`` (the check's own, else ``provision parse``'s);
+        ParseError when it is not that tool's output or no parser has that name."""
+        own = self.parsers.get(parser)
+        if own is None:
+            return parse_tool(parser, text)
+        check_size(text)  # the bounds parse_tool holds every output to
+        return own(text)
 
 
-def require_tools(parsed: dict, expected: dict[str, str]) -> None:
-    """Raise ParseError unless each step's output (key -> parse result) is the output of the tool
-    ``expected`` names for that step: a multi-step check must not pass on another step's text."""
-    for key, result in parsed.items():
-        got = (result or {}).get("tool")
-        if key not in expected or got != expected[key]:
-            want = expected.get(key, "no such step")
-            raise ParseError(f"step {key!r}: expected {want} output, got {got or 'nothing'}")
+def parse_outputs(check: Check, steps: list[Step], texts: dict[str, str]) -> dict[str, dict]:
+    """Each output (step key -> text) parsed by the parser its step names. An output of no step
+    (a saved run judged by another profile) is read by the check's parser when all its steps
+    share one; else ParseError."""
+    parser_of = {step.key: step.parser for step in steps}
+    only = set(parser_of.values())
+    parsed = {}
+    for key, text in texts.items():
+        parser = parser_of.get(key) or (next(iter(only)) if len(only) == 1 else None)
+        if parser is None:
+            raise ParseError(f"step {key!r}: {check.id} has no such step (steps: {', '.join(map(repr, parser_of))})")
+        parsed[key] = check.parse_output(parser, text)
+    return parsed
+
+
+def judge_outputs(check: Check, profile, target, texts: dict[str, str]) -> list[Finding]:
+    """``texts`` (step key -> output) parsed by the parsers their steps name and judged for ``target``:
+    the engine's parse and judge without its stages (``provision.engine.verdict``), for benches and tests."""
+    return check.judge(Context(parse_outputs(check, check.steps(profile, target), texts), profile, target))

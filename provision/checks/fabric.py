@@ -12,23 +12,19 @@ complete dump). The plane is what the cluster procedure routes pairs and groups 
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Role, Scope, Step
+from provision.checks.base import Check, Context, Finding, Role, Scope, Step
 from provision.checks.rules import expect
 from provision.fabric.discover import planes
 from provision.fabric.model import Plane, hca_names, width_speed_for
-from provision.parsers import parse_tool
 from provision.results.model import FABRIC
 
 
 def steps(profile, group) -> list[Step]:
-    return [Step(dev, ["ibnetdiscover", "-C", dev, "-P", "1"]) for dev in hca_names(profile)]
+    return [Step(dev, ["ibnetdiscover", "-C", dev, "-P", "1"], parser="ibnetdiscover") for dev in hca_names(profile)]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("ibnetdiscover", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     expected = width_speed_for(float(profile["hca"]["rate_Gbps"]))
     findings = []
     for dev, plane in planes(parsed).items():
@@ -72,6 +68,6 @@ def _action(code: str) -> str:
     return faults.action(code)
 
 
-CHECK = Check(id="fabric", order=100, tool="ibnetdiscover", steps=steps, parse=parse, judge=judge, needs=("hca",),
+CHECK = Check(id="fabric", order=100, tool="ibnetdiscover", steps=steps, judge=judge, needs=("hca",),
               sets=("deep",),
               scope=Scope.CLUSTER, timeout_s=120, metrics={}, role=Role.FABRIC_DISCOVERY)

@@ -13,9 +13,8 @@ thermal clock slowdown active. Row-remap rule from aznhc's ECC check
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect, measured
-from provision.parsers import parse_tool
 
 # Clock event reasons that mean hardware trouble; idle, application clocks, SW power cap and
 # sync boost are normal (nvidia-smi -q documentation, "Clocks Event Reasons").
@@ -23,14 +22,11 @@ HW_SLOWDOWN = {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", 
 
 
 def steps(profile, host) -> list[Step]:
-    return [Step("", ["nvidia-smi", "-q", "-x"])]
+    return [Step("", ["nvidia-smi", "-q", "-x"], parser="nvidia-smi-qx")]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("nvidia-smi-qx", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     smi = parsed[""]
     gpu = profile["gpu"]
     findings = [
@@ -77,6 +73,6 @@ PARAMS: dict[str, dict] = {
 }
 
 
-CHECK = Check(id="gpu_health", order=10, tool="nvidia-smi -q -x", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="gpu_health", order=10, tool="nvidia-smi -q -x", steps=steps, judge=judge,
               sets=("quick", "deep"),
               needs=("gpu",), timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS)

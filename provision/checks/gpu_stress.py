@@ -1,10 +1,8 @@
 """gpu_stress: every GPU under a sustained compute load (gpu-burn), then DCGM's long diagnostic.
 
 Tools and steps: ``gpu_burn [-d] [-tc] SECONDS`` (wilicc/gpu-burn; key ``gpu_burn``) and
-``dcgmi diag -r 3`` (key ``dcgmi``). ``parse`` gets one step's text without its key, so it
-reads the tool from the text: dcgmi's "| Diagnostic | Result |" table header means
-``dcgmi-diag``, anything else is read as ``gpu-burn``; ``judge`` dispatches on each result's
-``tool``. Parsers tested on gpu-burn git 2022-2024 (tab- and space-indented verdicts,
+``dcgmi diag -r 3`` (key ``dcgmi``), each step naming its parser (``gpu-burn``, ``dcgmi-diag``);
+``judge`` judges each output by its step. Parsers tested on gpu-burn git 2022-2024 (tab- and space-indented verdicts,
 Gflop/s progress, negative error counts) and dcgmi 3.3.6-3.3.9 (``-r 3``, with and without
 ``-v``); see provision/parsers/gpu_burn.py and dcgmi.py.
 
@@ -36,20 +34,14 @@ import dataclasses
 import re
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Step, require_tools
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
-from provision.parsers import parse_tool
 
 # DCGM user guide, run levels: the EUD test needs the separately installed EUD package and
 # is reported "Skip" at -r 3 on nodes without it (both real -r 3 samples).
 OPTIONAL = frozenset({"EUD Test"})
 DCGM_LEVEL = "3"
-# Blanks but not newlines ([^\S\n]): with re.M, a \s* after ^ would run from every line start
-# over all the empty lines after it, quadratic in the number of lines.
-_DCGMI_HEADER = re.compile(r"^[^\S\n]*\|[^\S\n]*Diagnostic[^\S\n]*\|[^\S\n]*Result[^\S\n]*\|", re.M)
-
-STEP_TOOLS = {"gpu_burn": "gpu-burn", "dcgmi": "dcgmi-diag"}  # step -> its tool
 
 
 def steps(profile, host) -> list[Step]:
@@ -60,25 +52,15 @@ def steps(profile, host) -> list[Step]:
     if params.get("tensor_cores"):
         burn.append("-tc")
     burn.append(str(params["duration_s"]))
-    return [Step("gpu_burn", burn), Step("dcgmi", ["dcgmi", "diag", "-r", DCGM_LEVEL])]
+    return [Step("gpu_burn", burn, parser="gpu-burn"),
+            Step("dcgmi", ["dcgmi", "diag", "-r", DCGM_LEVEL], parser="dcgmi-diag")]
 
 
-def parse(text: str) -> dict:
-    """One step's output: dcgmi's diag table when it has one, else gpu_burn's output."""
-    tool = "dcgmi-diag" if _DCGMI_HEADER.search(text or "") else "gpu-burn"
-    return parse_tool(tool, text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
-    require_tools(parsed, STEP_TOOLS)
+def judge(ctx: Context) -> list[Finding]:
+    judges = {"gpu_burn": lambda r: _burn(r, ctx.profile), "dcgmi": _dcgm}  # by step key
     findings: list[Finding] = []
-    for key, result in parsed.items():
-        if result.get("tool") == "gpu-burn":
-            findings += _burn(result, profile)
-        elif result.get("tool") == "dcgmi-diag":
-            findings += _dcgm(result)
-        else:
-            raise ParseError(f"step {key!r}: neither gpu_burn nor dcgmi diag output")
+    for key, result in ctx.parsed.items():
+        findings += judges[key](result)
     return findings
 
 
@@ -138,6 +120,6 @@ PARAMS = {
 }
 
 
-CHECK = Check(id="gpu_stress", order=90, tool="gpu_burn + dcgmi diag", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="gpu_stress", order=90, tool="gpu_burn + dcgmi diag", steps=steps, judge=judge,
               sets=("deep",),
               needs=("gpu",), timeout_s=1800, metrics={"gflops": "Gflop/s"}, params=PARAMS)

@@ -11,18 +11,19 @@ https://github.com/Azure/azurehpc-health-checks). Pairs and rounds come from the
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Role, Scope, Step
-from provision.checks.ib_write_bw import bandwidth, parse, perftest_steps
+from provision.checks.base import Check, Context, Finding, Role, Scope, Step
+from provision.checks.ib_write_bw import bandwidth, perftest_steps
 
 
 def steps(profile, pair) -> list[Step]:
     return perftest_steps(profile, pair.server, on=1, server_on=0)
 
 
-def judge(parsed: dict, profile) -> list[Finding]:
-    return bandwidth(parsed, profile, "IB_PAIR_SLOW")
+def judge(ctx: Context) -> list[Finding]:
+    return bandwidth(ctx.parsed, ctx.profile, "IB_PAIR_SLOW")
 
 
-CHECK = Check(id="ib_pairs", order=110, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
+CHECK = Check(id="ib_pairs", order=110, tool="ib_write_bw", steps=steps, judge=judge, needs=("hca",),
               sets=("deep",),
-              scope=Scope.PAIR, timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE)
+              scope=Scope.PAIR, timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE,
+              references_from=("ib_write_bw",))

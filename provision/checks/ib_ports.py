@@ -6,20 +6,16 @@ Ethernet ports (RoCE, storage) are not counted.
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
-from provision.parsers import parse_tool
 
 
 def steps(profile, host) -> list[Step]:
-    return [Step("", ["ibstat"])]
+    return [Step("", ["ibstat"], parser="ibstat")]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("ibstat", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     hca = profile["hca"]
     ports = [p for p in parsed[""]["ports"] if (p.get("link_layer") or "InfiniBand") == "InfiniBand"]
     findings = [expect("node", "ib_port_count", len(ports), hca["count"], "HCA_MISSING")]
@@ -35,5 +31,5 @@ def judge(parsed: dict, profile) -> list[Finding]:
 
 CHECK = Check(id="ib_ports", order=46,
               sets=("quick", "deep"),
-              tool="ibstat", steps=steps, parse=parse, judge=judge, needs=("hca",), timeout_s=30,
+              tool="ibstat", steps=steps, judge=judge, needs=("hca",), timeout_s=30,
               metrics={"ib_port_count": "", "rate_Gbps": "Gb/s"})

@@ -7,11 +7,10 @@ params give the message size, duration and direction.
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Ready, Step
+from provision.checks.base import Check, Context, Finding, Ready, Step
 from provision.checks.rules import measured
 from provision.errors import ParseError
 from provision.fabric.model import hca_names
-from provision.parsers import parse_tool
 
 BASE_PORT = 18515  # perftest's default TCP port for the connection exchange
 
@@ -26,16 +25,13 @@ def perftest_steps(profile, server, on: int = 0, server_on: int = 0) -> list[Ste
                   "-D", str(params["duration_s"]), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
         # perftest's server prints this banner when it waits for its client (perftest README, "Running Tests")
         ready = Ready(line="Waiting for client to connect", port=BASE_PORT + i)
-        out.append(Step(dev, common + [server.address], server=common, ready=ready, on=on, server_on=server_on))
+        out.append(Step(dev, common + [server.address], parser="perftest", server=common, ready=ready, on=on,
+                        server_on=server_on))
     return out
 
 
 def steps(profile, host) -> list[Step]:
     return perftest_steps(profile, host)
-
-
-def parse(text: str) -> dict:
-    return parse_tool("perftest", text)
 
 
 def bandwidth(parsed: dict, profile, fault: str) -> list[Finding]:
@@ -50,8 +46,8 @@ def bandwidth(parsed: dict, profile, fault: str) -> list[Finding]:
     return findings
 
 
-def judge(parsed: dict, profile) -> list[Finding]:
-    return bandwidth(parsed, profile, "HCA_SLOW")
+def judge(ctx: Context) -> list[Finding]:
+    return bandwidth(ctx.parsed, ctx.profile, "HCA_SLOW")
 
 
 # JSON Schema of each reference's params (the test parameters the command is built from); the
@@ -70,6 +66,6 @@ PARAMS = {
 }
 
 
-CHECK = Check(id="ib_write_bw", order=50, tool="ib_write_bw", steps=steps, parse=parse, judge=judge, needs=("hca",),
+CHECK = Check(id="ib_write_bw", order=50, tool="ib_write_bw", steps=steps, judge=judge, needs=("hca",),
               sets=("quick", "deep"),
               timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS)

@@ -8,23 +8,19 @@ iterations), and fails on any wrong result or out-of-bounds value. Validation is
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
-from provision.parsers import parse_tool
 
 def steps(profile, host) -> list[Step]:
     p = profile.required_reference("nccl_allreduce", "busbw_GBps").params
     argv = ["all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
             "-g", str(profile["gpu"]["count"]), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
-    return [Step("", argv)]
+    return [Step("", argv, parser="nccl-tests")]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("nccl-tests", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     result = parsed[""]
     device = f"{result.get('nranks') or profile['gpu']['count']} GPUs"
     ref = profile.required_reference("nccl_allreduce", "busbw_GBps")
@@ -75,5 +71,5 @@ PARAMS = {
 
 CHECK = Check(id="nccl_allreduce", order=70,
               sets=("deep",),
-              tool="all_reduce_perf", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+              tool="all_reduce_perf", steps=steps, judge=judge, needs=("gpu",),
               timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS)

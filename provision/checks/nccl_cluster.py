@@ -7,14 +7,13 @@ inline), each rank driving the node's GPUs (``-g``), output tagged per rank
 largest size (GB/s) against ``nccl_cluster.busbw_GBps``: for the ring algorithm across nodes,
 the HCAs' line rate summed over the node's rails times the efficiency nccl-tests users
 measure (the profile row's source), since every ring crosses each node's HCAs. Also fails on
-wrong results, out-of-bounds values and a rank count other than nodes x GPUs. The step key
-is the group's node count ("4-nodes").
+wrong results, out-of-bounds values and a rank count other than nodes x GPUs, the nodes being
+the job's hosts. The step key names the group's node count ("4-nodes").
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Role, Scope, Step
+from provision.checks.base import Check, Context, Finding, Role, Scope, Step
 from provision.checks.nccl_allreduce import SWEEP, allreduce
-from provision.parsers import parse_tool
 
 
 def steps(profile, group) -> list[Step]:
@@ -23,16 +22,11 @@ def steps(profile, group) -> list[Step]:
     argv = ["mpirun", "--allow-run-as-root", "--tag-output", "-np", str(len(group.hosts)), "--host", hosts,
             "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
             "-g", str(profile["gpu"]["count"]), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
-    return [Step(f"{len(group.hosts)}-nodes", argv)]
+    return [Step(f"{len(group.hosts)}-nodes", argv, parser="nccl-tests")]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("nccl-tests", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
-    (key, result), = parsed.items()
-    nodes = int(key.split("-")[0])
+def judge(ctx: Context) -> list[Finding]:
+    (result,), profile, nodes = ctx.parsed.values(), ctx.profile, len(ctx.hosts)
     ref = profile.required_reference("nccl_cluster", "busbw_GBps")
     device = f"{nodes} nodes x {profile['gpu']['count']} GPUs"
     return allreduce(result, device, nodes * profile["gpu"]["count"], ref, "NCCL_CLUSTER_SLOW")
@@ -50,7 +44,7 @@ PARAMS = {
 }
 
 
-CHECK = Check(id="nccl_cluster", order=120, tool="mpirun", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="nccl_cluster", order=120, tool="mpirun", steps=steps, judge=judge,
               sets=("deep",),
               needs=("gpu", "hca"), scope=Scope.GROUP, timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS,
               role=Role.GROUP_EVIDENCE)

@@ -19,17 +19,13 @@ A testcase missing from the output, or reported Waived, is an error (ParseError)
 """
 from __future__ import annotations
 
-import re
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
-from provision.parsers import parse_tool, to_int
 
 METRICS = {"h2d_GBps": "H2D_SLOW", "d2d_GBps": "D2D_SLOW"}  # metric -> fault
-# ``:.*\(``, not ``:\s*.*\(``: two adjacent quantifiers over blanks backtrack quadratically.
-_DEVICE = re.compile(r"^Device\s+(\d+):.*\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)\s*$")
 
 
 def _references(profile) -> dict:
@@ -45,17 +41,11 @@ def steps(profile, host) -> list[Step]:
     cases = [ref.params["testcase"] for ref in refs.values()]
     # one run, one buffer size: the largest any row asks for
     size = max(ref.params["buffer_size_MiB"] for ref in refs.values())
-    return [Step("", ["nvbandwidth", "-b", str(size), "-t", *cases])]
+    return [Step("", ["nvbandwidth", "-b", str(size), "-t", *cases], parser="nvbandwidth")]
 
 
-def parse(text: str) -> dict:
-    """The nvbandwidth parse plus ``bus_ids``: {GPU index: bus id} from the "Device n:" header."""
-    parsed = parse_tool("nvbandwidth", text)
-    parsed["bus_ids"] = {to_int(m.group(1), "device"): m.group(2) for m in map(_DEVICE.match, text.splitlines()) if m}
-    return parsed
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     result, refs = parsed[""], _references(profile)
     tests = {metric: _test(result, ref.params["testcase"]) for metric, ref in refs.items()}
     columns = len(next(iter(next(iter(tests.values()))["matrix"].values())))
@@ -115,6 +105,6 @@ PARAMS = {
 }
 
 
-CHECK = Check(id="nvbandwidth", order=60, tool="nvbandwidth", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+CHECK = Check(id="nvbandwidth", order=60, tool="nvbandwidth", steps=steps, judge=judge, needs=("gpu",),
               sets=("deep",),
               timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"}, params=PARAMS)

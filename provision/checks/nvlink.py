@@ -16,9 +16,8 @@ A profile without NVLink (``gpu.nvlink`` missing or ``links: 0``) is skipped by 
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
-from provision.parsers import parse_tool
 
 SPEED_TOLERANCE = 0.001  # nvidia-smi prints 3 decimals; the profile copies that figure
 
@@ -30,14 +29,11 @@ def nvlink_of(profile) -> dict | None:
 
 
 def steps(profile, host) -> list[Step]:
-    return [Step("", ["nvidia-smi", "nvlink", "-s"])]
+    return [Step("", ["nvidia-smi", "nvlink", "-s"], parser="nvidia-smi-nvlink")]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("nvidia-smi-nvlink", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     nv = nvlink_of(profile) or {"links": 0, "speed_GBps": 0}
     status = parsed[""]
     findings = []
@@ -68,5 +64,5 @@ def _gpu(device: str, links: list[dict], nv: dict) -> list[Finding]:
 
 CHECK = Check(id="nvlink", order=44,
               sets=("quick", "deep"),
-              tool="nvidia-smi nvlink -s", steps=steps, parse=parse, judge=judge, needs=("gpu", "nvlink"),
+              tool="nvidia-smi nvlink -s", steps=steps, judge=judge, needs=("gpu", "nvlink"),
               timeout_s=30, metrics={"gpu_count": "", "nvlink_active_links": ""})

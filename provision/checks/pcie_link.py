@@ -20,39 +20,24 @@ their full generation at idle (samples/smi_q_h100x8_535_183: Current 5 of Max 5)
 """
 from __future__ import annotations
 
-import re
 
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
-from provision.parsers import parse_tool
 
 GTPS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 VENDORS = {"gpu": "10de:", "hca": "15b3:"}
 GPU_CLASSES = ("3D controller", "VGA compatible controller")
 HCA_CLASSES = {"InfiniBand": "Infiniband controller", "Ethernet": "Ethernet controller"}
-_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:\[]+)")
 MISSING = {"gpu": "GPU_MISSING", "hca": "HCA_MISSING"}  # step -> fault of a count short
 
 
 def steps(profile, host) -> list[Step]:
     keys = ["gpu"] + (["hca"] if (profile.get("hca") or {}).get("count") else [])
-    return [Step(key, ["lspci", "-D", "-vv", "-d", VENDORS[key]]) for key in keys]
+    return [Step(key, ["lspci", "-D", "-vv", "-d", VENDORS[key]], parser="lspci") for key in keys]
 
 
-def parse(text: str) -> dict:
-    """The lspci parse, each device with its ``class`` from its header line (None for bare lines)."""
-    parsed = parse_tool("lspci", text)
-    classes = {}
-    for row in text.splitlines():
-        match = _HEADER.match(row)
-        if match:
-            classes[match.group(1)] = match.group(2).strip()
-    for device in parsed["devices"]:
-        device["class"] = classes.get(device["bdf"]) if device["bdf"] else None
-    return parsed
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     findings = []
     for key, result in parsed.items():
         part = profile["gpu"] if key == "gpu" else profile["hca"]
@@ -82,5 +67,5 @@ def _device(name: str, device: dict, pcie: dict) -> list[Finding]:
 
 CHECK = Check(id="pcie_link", order=40,
               sets=("quick", "deep"),
-              tool="lspci", steps=steps, parse=parse, judge=judge, needs=("gpu",), timeout_s=30,
+              tool="lspci", steps=steps, judge=judge, needs=("gpu",), timeout_s=30,
               metrics={"gpu_count": "", "hca_count": "", "lnksta_speed_GTps": "GT/s", "lnksta_width": "lanes"})

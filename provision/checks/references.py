@@ -4,13 +4,22 @@ Which checks exist, which of their metrics have references, in which unit and wi
 parameters is declared by each check (``Check.metrics``, ``Check.params``), so a profile row is
 checked here rather than in the profile schema: adding a check never edits the schema. A row
 for an unknown check or metric, another unit, or params its check does not declare (or lacks)
-is refused with one line naming the profile file and the key path.
+is refused with one line naming the profile file and the key path. A check that judges by
+another check's rows declares it (``Check.references_from``: ib_pairs reads ib_write_bw's), so
+those rows are checked against their owner's declaration and ``readers`` names every check
+that reads them.
 """
 from __future__ import annotations
 
 from provision.checks import registry
 from provision.errors import ProfileError
 from provision.profiles import Profile, schema
+
+
+def readers(check_id: str) -> list[str]:
+    """The checks that judge by ``references.<check_id>``: the check itself and every check declaring
+    it in ``references_from``, in run order."""
+    return [c.id for c in registry().values() if c.id == check_id or check_id in c.references_from]
 
 
 def validate(profile: Profile) -> None:

@@ -6,10 +6,9 @@ Steps, one per fact: ``driver`` = ``nvidia-smi --query-gpu=driver_version --form
 = ``dpkg-query -W --showformat='${Package} ${Version} ${db:Status-Abbrev}\\n' PKG...``
 ("libnccl2 2.21.5-1+cuda12.4 ii "; dpkg 1.16.2+ for db:Status-Abbrev), or on EL nodes (the
 node's os-release, read by the engine) ``rpm -q --queryformat '%{NAME} %{VERSION}-%{RELEASE}\\n'``
-("libnccl 2.21.5-1+cuda12.4"; rpm 4.x) with NVIDIA's rhel9 names. No registered
-parser covers these, so the module holds three small pure ones; ``parse`` tells them apart by
-the text (nvcc banner, bare version lines, package lines) and raises ParseError on anything
-else. Framework virtualenvs are not checked yet: profiles name no venvs to import from.
+("libnccl 2.21.5-1+cuda12.4"; rpm 4.x) with NVIDIA's rhel9 names. Each step names its parser
+(``nvidia-smi-driver``, ``nvcc``, ``package-query``: provision/parsers/smi_driver.py, nvcc.py,
+package_query.py). Framework virtualenvs are not checked yet: profiles name no venvs to import from.
 
 Rules (``profile.stack``: the pins of provision/profiles/stack_release.yaml for the node's
 repository folder; the roles install the same pins):
@@ -26,15 +25,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from provision.checks.base import Check, Finding, Step, require_tools
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
 from provision.errors import ParseError
-from provision.parsers import check_size
 
-_NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+), V(\S+)")
-_VERSION = re.compile(r"^\d+(?:\.\d+)+$")
 INSTALLED = ("ii", "hi")  # dpkg's db:Status-Abbrev for an installed package, wanted "install" or "hold"
-_PACKAGE = re.compile(r"^([a-z0-9][a-z0-9+.-]+) (\S+)(?: (\S{2,3}))?\s*$")
 
 
 def major_minor(version: str) -> str:
@@ -58,9 +53,6 @@ def packages(profile) -> dict[str, str]:
     return {cudnn: str(stack["cudnn_version"]), nccl_package(profile): str(stack["nccl_version"])}
 
 
-STEP_TOOLS = {"driver": "nvidia-smi", "cuda": "nvcc", "packages": "package-query"}  # step -> its tool
-
-
 def steps(profile, host) -> list[Step]:
     cuda = major_minor(profile.stack["cuda_version"])
     fmt = "${Package} ${Version} ${db:Status-Abbrev}\\n"  # dpkg-query expands the \n escape itself
@@ -68,57 +60,17 @@ def steps(profile, host) -> list[Step]:
         query = ["rpm", "-q", "--queryformat", "%{NAME} %{VERSION}-%{RELEASE}\\n", *packages(profile)]
     else:
         query = ["dpkg-query", "-W", f"--showformat={fmt}", *packages(profile)]
-    return [Step("driver", ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
-            Step("cuda", [f"/usr/local/cuda-{cuda}/bin/nvcc", "--version"]),
-            Step("packages", query)]
+    return [Step("driver", ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                 parser="nvidia-smi-driver"),
+            Step("cuda", [f"/usr/local/cuda-{cuda}/bin/nvcc", "--version"], parser="nvcc"),
+            Step("packages", query, parser="package-query")]
 
 
-def parse(text: str) -> dict:
-    """One step's output: nvcc --version, nvidia-smi driver_version lines or dpkg-query / rpm -q lines."""
-    if not text or not text.strip():
-        raise ParseError("the output is empty")
-    check_size(text)
-    if "Cuda compiler driver" in text or "Cuda compilation tools" in text:
-        return _nvcc(text)
-    rows = [r.strip() for r in text.splitlines() if r.strip()]
-    if all(_VERSION.match(r) for r in rows):
-        return _driver(text, rows)
-    if all(_PACKAGE.match(r) for r in rows):
-        return _packages(text, rows)
-    raise ParseError(f"not nvidia-smi driver_version, nvcc --version or dpkg-query/rpm output: {rows[0][:80]!r}")
-
-
-def _driver(text: str, rows: list[str]) -> dict:
-    versions = sorted(set(rows))
-    if len(versions) > 1:
-        raise ParseError(f"nvidia-smi reported several driver versions: {', '.join(versions)}")
-    return {"tool": "nvidia-smi", "complete": text.endswith("\n"), "driver_version": versions[0],
-            "gpu_count": len(rows)}
-
-
-def _nvcc(text: str) -> dict:
-    match = _NVCC.search(text)
-    return {"tool": "nvcc", "complete": match is not None,
-            "release": match.group(1) if match else None, "version": match.group(2) if match else None}
-
-
-def _packages(text: str, rows: list[str]) -> dict:
-    found = {}
-    for row in rows:
-        match = _PACKAGE.match(row)
-        if match is None:
-            raise ParseError(f"not a dpkg-query/rpm package line: {row[:80]!r}")
-        name, version, status = match.groups()
-        found[name] = {"version": version, "status": status}
-    return {"tool": "package-query", "complete": text.endswith("\n"), "packages": found}
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
-    require_tools(parsed, STEP_TOOLS)
-    judges = {"nvidia-smi": _judge_driver, "nvcc": _judge_cuda, "package-query": _judge_packages}
+def judge(ctx: Context) -> list[Finding]:
+    judges = {"driver": _judge_driver, "cuda": _judge_cuda, "packages": _judge_packages}  # by step key
     findings: list[Finding] = []
-    for result in parsed.values():
-        findings += judges[result["tool"]](result, profile)
+    for key, result in ctx.parsed.items():
+        findings += judges[key](result, ctx.profile)
     return findings
 
 
@@ -150,6 +102,6 @@ def _judge_packages(result: dict, profile) -> list[Finding]:
     return out
 
 
-CHECK = Check(id="stack", order=30, tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="stack", order=30, tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, judge=judge,
               sets=("quick", "deep"),
               timeout_s=60, metrics={})

@@ -9,8 +9,7 @@ Steps: ``cat <bonding_dir>/<bond>`` (key ``bond``; the Linux bonding driver's /p
 parser ``provision.parsers.bonding``, tested on driver v3.7.1 and kernel-versioned v6.1
 files with and without LACP pdu details) and ``fio`` one sequential-write job on
 ``checkpoint_path`` (key ``fio``; ``--output-format=json``, parser ``provision.parsers.fio``,
-tested on fio 3.33-3.36 JSON and text). ``parse`` reads the tool from the text: a "Bonding
-Mode:" line means the bonding file, anything else is read as fio.
+tested on fio 3.33-3.36 JSON and text); each step names its parser (``bonding``, ``fio``).
 
 Units: ``write_bw_MiBps`` MiB/s (summed over jobs) against ``references.storage.write_bw_MiBps``,
 whose params give rw, bs, iodepth, ioengine and size; ``speed_Mbps`` Mb/s as the driver prints it.
@@ -25,19 +24,15 @@ page cache does not inflate the figure and ``--unlink=1`` so no test file is lef
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Finding, Step, require_tools
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError, ProfileError
-from provision.parsers import parse_tool
 
 # bond_mode_name() in drivers/net/bonding/bond_main.c, keyed by the mode's option name.
 MODES = {"balance-rr": "load balancing (round-robin)", "active-backup": "fault-tolerance (active-backup)",
          "balance-xor": "load balancing (xor)", "broadcast": "fault-tolerance (broadcast)",
          "802.3ad": "IEEE 802.3ad Dynamic link aggregation", "balance-tlb": "transmit load balancing",
          "balance-alb": "adaptive load balancing"}
-
-
-STEP_TOOLS = {"bond": "bonding", "fio": "fio"}  # step -> its tool
 
 
 def site(profile) -> dict:
@@ -55,30 +50,15 @@ def steps(profile, host) -> list[Step]:
     fio = ["fio", "--name=checkpoint", f"--directory={st['checkpoint_path']}", f"--rw={p['rw']}", f"--bs={p['bs']}",
            f"--iodepth={p['iodepth']}", f"--ioengine={p['ioengine']}", f"--size={p['size']}",
            "--direct=1", "--unlink=1", "--output-format=json"]
-    return [Step("bond", ["cat", f"{st['bonding_dir'].rstrip('/')}/{st['bond']}"]), Step("fio", fio)]
+    return [Step("bond", ["cat", f"{st['bonding_dir'].rstrip('/')}/{st['bond']}"], parser="bonding"),
+            Step("fio", fio, parser="fio")]
 
 
-def parse(text: str) -> dict:
-    """One step's output: the bonding /proc file when it has a mode line, else fio's output."""
-    tool = "bonding" if "Bonding Mode:" in (text or "") else "fio"
-    result = parse_tool(tool, text)
-    if tool == "bonding" and not text.endswith("\n"):
-        # the parser reads a slave block cut after its Aggregator ID as whole; the /proc file
-        # always ends with a newline, so a text without one was cut short
-        result = {**result, "complete": False}
-    return result
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
-    require_tools(parsed, STEP_TOOLS)
+def judge(ctx: Context) -> list[Finding]:
+    judges = {"bond": lambda r: _bond(r, site(ctx.profile)), "fio": lambda r: _fio(r, ctx.profile)}  # by step key
     findings: list[Finding] = []
-    for key, result in parsed.items():
-        if result.get("tool") == "bonding":
-            findings += _bond(result, site(profile))
-        elif result.get("tool") == "fio":
-            findings += _fio(result, profile)
-        else:
-            raise ParseError(f"step {key!r}: neither a bonding file nor fio output")
+    for key, result in ctx.parsed.items():
+        findings += judges[key](result)
     return findings
 
 
@@ -130,7 +110,7 @@ PARAMS = {
 }
 
 
-CHECK = Check(id="storage", order=75, tool="cat bonding + fio", steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="storage", order=75, tool="cat bonding + fio", steps=steps, judge=judge,
               sets=("deep",),
               needs=("storage",), timeout_s=300, metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"},
               params=PARAMS)

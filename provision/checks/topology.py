@@ -16,22 +16,18 @@ Rules (profile ``topology``; null = not judged):
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Step
+from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
-from provision.parsers import parse_tool
 
 PATH_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 4}
 
 
 def steps(profile, host) -> list[Step]:
-    return [Step("", ["nvidia-smi", "topo", "-m"])]
+    return [Step("", ["nvidia-smi", "topo", "-m"], parser="nvidia-smi-topo")]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("nvidia-smi-topo", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
+def judge(ctx: Context) -> list[Finding]:
+    parsed, profile = ctx.parsed, ctx.profile
     topo, want = parsed[""], profile.get("topology") or {}
     gpus = sorted((name for name in topo["matrix"] if name.startswith("GPU")), key=lambda n: int(n[3:]))
     findings = [expect("node", "gpu_count", len(gpus), profile["gpu"]["count"], "GPU_MISSING")]
@@ -59,6 +55,6 @@ def _nearest_nic(gpu: str, topo: dict, expected: str) -> Finding:
                    detail=f"via {column}" + (f" ({name})" if name else ""))
 
 
-CHECK = Check(id="topology", order=42, tool="nvidia-smi topo -m", steps=steps, parse=parse, judge=judge, needs=("gpu",),
+CHECK = Check(id="topology", order=42, tool="nvidia-smi topo -m", steps=steps, judge=judge, needs=("gpu",),
               sets=("quick", "deep"),
               timeout_s=30, metrics={"gpu_count": ""})

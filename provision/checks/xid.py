@@ -26,8 +26,7 @@ import re
 from pathlib import Path
 
 from provision.checks import faults
-from provision.checks.base import Check, Finding, Step
-from provision.parsers import parse_tool
+from provision.checks.base import Check, Context, Finding, Step
 
 CATALOGUE = Path(__file__).with_name("xid_catalogue.json")
 # Buckets are written in lower case here: only fault codes are upper-case constants in a check.
@@ -73,15 +72,11 @@ SEVERITY = {xid: severity(xid) for xid in catalogue()}
 
 
 def steps(profile, host) -> list[Step]:
-    return [Step("", ["dmesg"])]
+    return [Step("", ["dmesg"], parser="dmesg-xid")]
 
 
-def parse(text: str) -> dict:
-    return parse_tool("dmesg-xid", text)
-
-
-def judge(parsed: dict, profile) -> list[Finding]:
-    log = parsed[""]
+def judge(ctx: Context) -> list[Finding]:
+    log = ctx.parsed[""]
     xid79 = {e["pci"].lower() for e in log["xids"] if e["xid"] == 79}
     findings = [Finding(device=f"PCI {pci}", metric="fallen_off_bus", value=True, ok=False, fault="XID_79",
                         action=faults.action("XID_79"), detail="GPU has fallen off the bus")
@@ -132,6 +127,6 @@ def _finding(event: dict, recovery: str | None) -> Finding:
                    action=fault.action, detail="; ".join(parts))
 
 
-CHECK = Check(id="xid", order=20, tool="dmesg", steps=steps, parse=parse, judge=judge, needs=("gpu",), timeout_s=30,
+CHECK = Check(id="xid", order=20, tool="dmesg", steps=steps, judge=judge, needs=("gpu",), timeout_s=30,
               sets=("quick", "deep"),
               metrics={"xid_count": ""})

@@ -192,8 +192,9 @@ class Burnin:
         if unreachable:
             return self._error(job, "; ".join(unreachable))
         profile = states[0].judged_by
+        job_target = target(check, tuple(s.host for s in states))
         try:
-            steps = check.steps(profile, target(check, tuple(s.host for s in states)))
+            steps = check.steps(profile, job_target)
         except ProfileError as exc:
             return self._error(job, str(exc))
         timeout_s = float((states[0].host.vars.get("provision_check_timeouts") or {}).get(check.id, check.timeout_s))
@@ -203,7 +204,7 @@ class Burnin:
         except CommandError as exc:
             return self._error(job, str(exc), raw)
         out = self._error(job, "; ".join(failures)) if failures else verdict(check, job.hosts, check.scope, profile,
-                                                                             texts)
+                                                                             texts, job_target, steps)
         out.raw = raw
         return out
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from provision.checks import Check, Role, faults, registry
-from provision.engine.jobs import Job
+from provision.checks.base import parse_outputs
+from provision.engine.jobs import Job, by_name
 from provision.engine.procedure import Engine
 from provision.errors import ParseError, ProvisionError
 from provision.fabric import discover, localize, schedule
@@ -166,7 +167,9 @@ class Procedure:
             return None
         check = self.fabric_check
         try:
-            parsed = {raw.key: check.parse(self.engine.read_raw(raw, check.id)) for raw in found.raw}
+            texts = {raw.key: self.engine.read_raw(raw, check.id) for raw in found.raw}
+            profile = self.engine.profile(found.hosts[0])
+            parsed = parse_outputs(check, check.steps(profile, by_name(check, found.hosts)), texts)
             planes = discover.planes(parsed)
         except (ParseError, ProvisionError):
             return None

@@ -4,7 +4,8 @@ Each result names its raw files (``RawOutput``). A result whose tool could not r
 (``run_error``) or that was skipped keeps its verdict, as does the cluster procedure's
 ``localize`` result (the rounds it chose depended on the verdicts it saw); every other one is parsed and judged
 again against its first host's profile (or ``profile_name``), with the inventory variables
-and OS target the run recorded for it (``HostRecord``).
+and OS target the run recorded for it (``HostRecord``). Each output is read by the parser its
+step names: the check's steps are built again for the result's hosts (``jobs.by_name``).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from provision import profiles
 from provision.checks import references, registry
 from provision.engine.burnin import parse_os_release
 from provision.engine.cluster import LOCALIZE
+from provision.engine.jobs import by_name
 from provision.engine.verdict import verdict
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, Outcome, Run
@@ -49,7 +51,7 @@ def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[Check
             continue
         texts = {raw.key: rundir.read(raw.path, f"{rundir.report}: {result.check} on {result.host}")
                  for raw in result.raw}
-        again = verdict(check, result.hosts, result.scope, profile, texts)
+        again = verdict(check, result.hosts, result.scope, profile, texts, by_name(check, result.hosts))
         again.duration_s, again.raw, again.evidence = result.duration_s, result.raw, result.evidence
         out.append(again)
     return out

@@ -8,21 +8,25 @@ from __future__ import annotations
 import math
 
 from provision.checks import Check, plausible
+from provision.checks.base import Context, Step, parse_outputs
 from provision.errors import ParseError, ProfileError
 from provision.results.model import CheckResult, Finding, Outcome, Scope, number
 
 
-def verdict(check: Check, hosts: tuple[str, ...], scope: Scope, profile, texts: dict[str, str]) -> CheckResult:
-    """Parse and judge ``texts`` (step key -> output) against ``profile``."""
+def verdict(check: Check, hosts: tuple[str, ...], scope: Scope, profile, texts: dict[str, str], target,
+            steps: list[Step] | None = None) -> CheckResult:
+    """Parse ``texts`` (step key -> output), each with the parser its step names, and judge them against
+    ``profile`` for ``target`` (the Host, Pair or Group the steps ran for). ``steps``: the steps that ran;
+    None to build them again (a saved run judged again)."""
     def result(outcome: Outcome, message: str, findings: list[Finding] | None = None) -> CheckResult:
         return CheckResult(check.id, hosts, outcome, message, scope=scope, findings=findings or [])
 
     try:
-        parsed = {key: check.parse(text) for key, text in texts.items()}
+        parsed = parse_outputs(check, check.steps(profile, target) if steps is None else steps, texts)
         cut = [key or check.tool for key, out in parsed.items() if out.get("complete") is False]
         if cut:
             return result(Outcome.ERROR, f"{check.tool} output is incomplete (truncated or killed): {', '.join(cut)}")
-        findings = check.judge(parsed, profile)
+        findings = check.judge(Context(parsed, profile, target))
     except ParseError as exc:
         return result(Outcome.ERROR, f"could not parse {check.tool} output: {exc}")
     except ProfileError as exc:  # judged against a profile that lacks a reference this check needs

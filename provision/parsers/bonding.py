@@ -10,7 +10,7 @@ state come from those; older kernels print none, giving None).
 Units: ``speed_Mbps`` Mb/s ("Unknown" is None). ``active_aggregator_id`` is None
 outside 802.3ad. Raises ParseError without a "Bonding Mode:" line. ``complete`` is
 false when a slave block stops before its "Aggregator ID" (802.3ad) or
-"Link Failure Count" line.
+"Link Failure Count" line, or the text does not end with a newline (the file always does).
 """
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def parse(text: str) -> dict:
     needed = "aggregator id" if lacp else "link failure count"
     return {
         "tool": TOOL,
-        "complete": bool(slaves) and all(needed in s for s in slaves),
+        # a slave block cut after its last field reads as whole; the /proc file always ends with a
+        # newline, so a text without one was cut short
+        "complete": bool(slaves) and all(needed in s for s in slaves) and text.endswith("\n"),
         "driver_version": version.group(1) if version else None,
         "mode": mode,
         "mii_status": clean(bond.get("mii status")),

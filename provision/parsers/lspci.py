@@ -6,8 +6,9 @@ is None). "LnkCap2"/"LnkSta2"/"LnkCtl2" lines are a different register and are
 ignored. Speeds are GT/s ("2.5GT/s", "16GT/s"; "unknown" is None), widths lanes
 ("x16" -> 16). ``downgraded`` is true when LnkSta speed or width is below LnkCap
 (lspci 3.6+ also prints "(downgraded)"); ``downgraded_reason`` says which.
-A device without both lines is left out. Raises ParseError when no LnkCap or
-LnkSta line is present. ``complete`` is false when a LnkCap has no LnkSta after it.
+A device without both lines is left out. ``class`` is the device's class from its block's
+header ("3D controller", "Infiniband controller"; None for bare lines). Raises ParseError when
+no LnkCap or LnkSta line is present. ``complete`` is false when a LnkCap has no LnkSta after it.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from provision.parsers._util import lines, refuse, require_text, to_float, to_in
 TOOL = "lspci"
 TOOLS = (TOOL,)
 _DEVICE = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+\S")
+_CLASS = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+([^:\[]+)")
 _LINK = re.compile(r"^\s*(LnkCap|LnkSta):\s*(.*)$")
 _SPEED = re.compile(r"Speed\s+([\d.]+)GT/s|Speed\s+(unknown)")
 _WIDTH = re.compile(r"Width\s+x(\d+)")
@@ -31,10 +33,11 @@ def parse(text: str) -> dict:
     for row in lines(text):
         device, link = _DEVICE.match(row), _LINK.match(row)
         if device:
-            current = {"bdf": device.group(1)}
+            kind = _CLASS.match(row)
+            current = {"bdf": device.group(1), "class": kind.group(1).strip() if kind else None}
         elif link:
             if link.group(1) == "LnkCap" and "LnkCap" in current:
-                current = {"bdf": current["bdf"]}
+                current = {"bdf": current["bdf"], "class": current.get("class")}
             current[link.group(1)] = link.group(2)
             if not blocks or blocks[-1] is not current:  # a block is only ever the newest one
                 blocks.append(current)
@@ -53,7 +56,8 @@ def _device(block: dict) -> dict:
         reasons.append("speed")
     if cap_width is not None and sta_width is not None and sta_width < cap_width:
         reasons.append("width")
-    return {"bdf": block["bdf"], "lnkcap_speed_GTps": cap_speed, "lnkcap_width": cap_width,
+    return {"bdf": block["bdf"], "class": block.get("class"),
+            "lnkcap_speed_GTps": cap_speed, "lnkcap_width": cap_width,
             "lnksta_speed_GTps": sta_speed, "lnksta_width": sta_width,
             "downgraded": bool(reasons), "downgraded_reason": ",".join(reasons) or None}
 

@@ -6,7 +6,8 @@ source (row indices with or without a leading space). Cells are GB/s; "N/A"
 (newer diagonals) is None, the older diagonal "0.00" is kept as printed. Newer
 versions end each test with "SUM <testcase> <value>"; older ones print no SUM,
 then ``sum_GBps`` is computed from the cells (``sum_printed`` false). Tests
-reported as "Waived" have an empty matrix.
+reported as "Waived" have an empty matrix. ``bus_ids`` maps each GPU index to its bus id from
+the "Device n: name (bus id)" header of v0.5+ (empty for older versions).
 
 Raises ParseError without any "Running <testcase>." line. ``complete`` is false
 when the last test has no matrix rows, or fewer rows than GPU columns for a
@@ -22,6 +23,8 @@ TOOL = "nvbandwidth"
 TOOLS = (TOOL,)
 _RUNNING = re.compile(r"^Running\s+(\S+?)\.?\s*$")
 _SUM = re.compile(r"^SUM\s+(\S+)\s+([\d.]+)")
+# ``:.*\(``, not ``:\s*.*\(``: two adjacent quantifiers over blanks backtrack quadratically.
+_DEVICE = re.compile(r"^Device\s+(\d+):.*\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\)\s*$")
 _INDEX_ROW = re.compile(r"^\s*(\d+)((?:\s+(?:[\d.]+|N/A))+)\s*$")
 
 
@@ -41,6 +44,7 @@ def parse(text: str) -> dict:
     version = re.search(r"nvbandwidth Version:\s*(\S+)", text)
     return {"tool": TOOL, "complete": _complete(tests[-1], printed),
             "version": version.group(1) if version else None,
+            "bus_ids": {to_int(m.group(1), "device"): m.group(2) for m in map(_DEVICE.match, text.splitlines()) if m},
             "tests": [{k: v for k, v in t.items() if not k.startswith("_")} for t in tests]}
 
 

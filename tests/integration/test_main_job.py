@@ -106,11 +106,11 @@ PORT = 18700
 def steps(profile, pair):
     dev = single.hca_names(profile)[0]
     common = ["ib_write_bw", "-d", dev, "-s", "65536", "-D", "2", "--report_gbits", "-F", "-p", str(PORT)]
-    return [Step(dev, common + [pair.server.address], server=common, on=1, server_on=0,
+    return [Step(dev, common + [pair.server.address], parser="perftest", server=common, on=1, server_on=0,
                  ready=Ready(line="Waiting for client to connect", port=PORT))]
 
 
-CHECK = Check(id="ib_pair_probe", tool="ib_write_bw", order=50, scope=Scope.PAIR, steps=steps, parse=single.parse,
+CHECK = Check(id="ib_pair_probe", tool="ib_write_bw", order=50, scope=Scope.PAIR, steps=steps,
               judge=single.judge, needs=("hca",), timeout_s=60)
 """
 
@@ -176,11 +176,11 @@ from provision.checks.base import Check, Step
 
 
 def steps(profile, host):
-    return [Step("", ["sleep", "{seconds}"])]
+    return [Step("", ["sleep", "{seconds}"], parser="sleep")]
 
 
-CHECK = Check(id="slow_probe", tool="sleep", order=95, steps=steps, parse=lambda text: {{}},
-              judge=lambda parsed, profile: [], timeout_s=600)
+CHECK = Check(id="slow_probe", tool="sleep", order=95, steps=steps, parsers={{"sleep": lambda text: {{}}}},
+              judge=lambda ctx: [], timeout_s=600)
 """
 
 
@@ -251,18 +251,19 @@ from provision.checks.rules import expect
 
 
 def steps(profile, host):
-    return [Step("", ["sh", "-c", "sleep {seconds}; echo steady"])]
+    return [Step("", ["sh", "-c", "sleep {seconds}; echo steady"], parser="steady")]
 
 
 def parse(text):
     return {{"tool": "sh", "said": text.strip()}}
 
 
-def judge(parsed, profile):
-    return [expect("node", "said", parsed[""]["said"], "steady", "SITE_STEADY", "look at the node")]
+def judge(ctx):
+    return [expect("node", "said", ctx.parsed[""]["said"], "steady", "SITE_STEADY", "look at the node")]
 
 
-CHECK = Check(id="steady_probe", tool="sh", order=95, steps=steps, parse=parse, judge=judge, timeout_s=120)
+CHECK = Check(id="steady_probe", tool="sh", order=95, steps=steps, parsers={{"steady": parse}}, judge=judge,
+              timeout_s=120)
 """
 
 

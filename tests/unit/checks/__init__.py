@@ -1,6 +1,16 @@
+from provision.engine.jobs import target
 from provision.engine.verdict import verdict
+from provision.inventory import Host
 
 
-def judge(host: str, check, profile, texts: dict[str, str]):
-    """The engine's verdict on saved outputs (step key -> text) of one node-scope job."""
-    return verdict(check, (host,), check.scope, profile, texts)
+def hosts_of(check, names, profile=None):
+    """The target ``check`` runs for on the hosts ``names`` (stand-ins addressed by their names)."""
+    name = getattr(profile, "name", None)
+    return target(check, tuple(Host(n, n, 22, "root", None, None, name) for n in names))
+
+
+def judge(host: str, check, profile, texts: dict[str, str], hosts: tuple[str, ...] = ()):
+    """The engine's verdict on saved outputs (step key -> text) of one job: on ``host`` alone, or on
+    ``hosts`` for a pair or group check."""
+    names = hosts or (host,)
+    return verdict(check, names, check.scope, profile, texts, hosts_of(check, names, profile))

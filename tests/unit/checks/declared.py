@@ -12,6 +12,7 @@ SuperBench's per-benchmark data (tests/data/<bench>.log) do. A case::
       site: sim                           # optional: the simulated rack's site facts (storage)
       variant: {gpu.count: 9}             # optional: dotted paths set on the profile (null deletes;
                                           # site.<key> edits the site facts)
+      hosts: 4                            # optional: the job's host count (pair checks 2, else 1)
       outcome: fail                       # pass | fail | error
       message: ["GPU3 00000000:5D:00.0: remapped_rows_pending"]  # fragments the message must hold;
                                           # {stack[driver_version]} is the profile's stack pin
@@ -34,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from provision import paths, profiles
-from provision.results.model import Outcome
+from provision.results.model import Outcome, Scope
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 DECLARATION = "cases.yaml"
@@ -56,10 +57,16 @@ class Case:
     site: str | None = None
     variant: dict = field(default_factory=dict)
     sim: dict = field(default_factory=dict)
+    hosts: int | None = None
 
     @property
     def id(self) -> str:
         return f"{self.check}-{self.name}"
+
+    def job_hosts(self, scope: Scope) -> tuple[str, ...]:
+        """The job's hosts: ``HOST`` first, then as many more as the case's ``hosts`` (a pair: two)."""
+        count = self.hosts or (2 if scope is Scope.PAIR else 1)
+        return (HOST,) + tuple(f"node{8 + i:02d}" for i in range(count - 1))
 
     def texts(self) -> dict[str, str]:
         """Step key -> captured output."""
@@ -105,7 +112,8 @@ def load(folder: Path) -> list[Case]:
     out = []
     for row in doc.get("cases") or []:
         where = f"{path}: case {row.get('name')!r}"
-        unknown = set(row) - {"name", "captures", "profile", "site", "variant", "outcome", "message", "faults", "sim"}
+        unknown = set(row) - {"name", "captures", "profile", "site", "variant", "outcome", "message", "faults", "sim",
+                                 "hosts"}
         if unknown or not row.get("name") or not isinstance(row.get("captures"), dict):
             raise ValueError(f"{where}: needs name and captures; unknown keys {sorted(unknown)}")
         faults = row.get("faults")
@@ -113,7 +121,7 @@ def load(folder: Path) -> list[Case]:
                         row.get("profile", doc.get("profile")), Outcome(row["outcome"]),
                         tuple(row.get("message") or ()),
                         None if faults is None else tuple(faults), row.get("site", doc.get("site")),
-                        row.get("variant") or {}, row.get("sim") or {}))
+                        row.get("variant") or {}, row.get("sim") or {}, row.get("hosts")))
     return out
 
 

@@ -26,7 +26,8 @@ CASES = cases()
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case_is_judged_as_declared(case):
     profile = case.host_profile()
-    result = judge(HOST, registry()[case.check], profile, case.texts())
+    check = registry()[case.check]
+    result = judge(HOST, check, profile, case.texts(), case.job_hosts(check.scope))
     assert result.outcome == case.outcome, result.message
     for needle in case.needles(profile):
         assert needle in result.message

@@ -8,7 +8,10 @@ import pytest
 import yaml
 
 from provision.checks import faults, xid
+from provision.checks.base import judge_outputs
 from provision.errors import ParseError, ProfileError
+
+from tests.unit.checks import hosts_of
 
 CHECKS_DIR = Path(faults.__file__).parent
 HELPERS = {"plausible", "__init__", "base", "rules", "faults", "references"}
@@ -88,9 +91,9 @@ def _every_case():
 
 def test_every_finding_of_the_captures_carries_its_catalogue_action():
     seen = set()
-    for check, profile, texts in _every_case():
+    for check, profile, texts, hosts in _every_case():
         try:
-            findings = check.judge({k: check.parse(t) for k, t in texts.items()}, profile)
+            findings = judge_outputs(check, profile, hosts_of(check, hosts, profile), texts)
         except (ParseError, ProfileError):
             continue  # truncated and foreign captures: errors, judged elsewhere
         for f in findings:

@@ -11,6 +11,7 @@ import pytest
 from provision import checks, profiles
 from provision.checks import plausible
 from provision.engine.verdict import verdict
+from tests.unit.checks import hosts_of
 from provision.report import prometheus, svg
 from provision.results.model import CheckResult, Finding, HostRecord, Outcome, Reference, Run, Scope
 
@@ -20,8 +21,9 @@ HEALTHY = (DATA / "ib_write_bw" / "sim_h100_healthy.txt").read_text()
 
 
 def judge_ib(figure: str):
-    return verdict(checks.registry()["ib_write_bw"], ("n1",), Scope.NODE, H100,
-                   {"mlx5_0": HEALTHY.replace("395.75", figure), "mlx5_1": HEALTHY})
+    check = checks.registry()["ib_write_bw"]
+    return verdict(check, ("n1",), Scope.NODE, H100, {"mlx5_0": HEALTHY.replace("395.75", figure), "mlx5_1": HEALTHY},
+                   hosts_of(check, ("n1",), H100))
 
 
 @pytest.mark.parametrize("figure,shown", [("1.7e308", "1.7e+308"), ("9" * 60, "1e+60"),

@@ -17,6 +17,8 @@ from provision.engine import cluster
 from provision.engine.control import Control
 from provision.engine.scheduler import Scheduler
 from provision.engine.verdict import verdict
+from provision.inventory import Host
+from tests.unit.checks import hosts_of
 from provision.results.model import FABRIC, CheckResult, HostRecord, Outcome, RawOutput, Run, Scope
 from provision.results.store import RunStore
 from provision.sim import hwmodel, rack
@@ -85,7 +87,7 @@ class Engine:
             texts[dev] = subprocess.run([sys.executable, str(TOOLS / "ibnetdiscover.py"), "-C", dev, "-P", "1"],
                                         env=env, capture_output=True, text=True, check=True).stdout
             raw.append(RawOutput(dev, job.hosts[0], self.rundir.write(f"raw/fabric/{dev}.txt", texts[dev])))
-        result = verdict(job.check, job.hosts, job.check.scope, H100, texts)
+        result = verdict(job.check, job.hosts, job.check.scope, H100, texts, hosts_of(job.check, job.hosts, H100))
         result.raw = raw
         return result
 

@@ -26,7 +26,7 @@ REF = Reference(10.0, -0.1, None, "GB/s", "a test figure", {{}})
 
 
 def steps(profile, host):
-    return [Step("", ["sh", "-c", {command!r}.replace("HOST", host.name)])]
+    return [Step("", ["sh", "-c", {command!r}.replace("HOST", host.name)], parser="t")]
 
 
 def parse(text):
@@ -36,11 +36,11 @@ def parse(text):
     return {{"tool": "t", "bw": float(words[-1])}}
 
 
-def judge(parsed, profile):
-    return [measured("node", "bw_GBps", parsed[""]["bw"], REF, "SITE_SLOW", "x")]
+def judge(ctx):
+    return [measured("node", "bw_GBps", ctx.parsed[""]["bw"], REF, "SITE_SLOW", "x")]
 
 
-CHECK = Check(id="{name}", tool="t", order={order}, steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="{name}", tool="t", order={order}, steps=steps, parsers={{"t": parse}}, judge=judge,
               metrics={{"bw_GBps": "GB/s"}})
 '''
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from provision import profiles
 from provision.checks import registry
 from provision.engine.verdict import verdict
+from tests.unit.checks import hosts_of
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Run, Scope
 from provision.results.store import RunDir
 
@@ -27,7 +28,8 @@ def make_run(tmp_path: Path, overrides=None) -> Path:
     results = []
     cases = (("nccl_allreduce", "", "nccl_allreduce.txt"), ("ib_write_bw", "mlx5_5", "ib_write_bw.mlx5_5.txt"))
     for check, key, rel in cases:
-        result = verdict(registry()[check], ("n1",), Scope.NODE, profile, {key: (raw / rel).read_text()})
+        result = verdict(registry()[check], ("n1",), Scope.NODE, profile, {key: (raw / rel).read_text()},
+                         hosts_of(registry()[check], ("n1",), profile))
         result.raw, result.duration_s = [RawOutput(key, "n1", f"raw/n1/{rel}")], 1.5
         results.append(result)
     results.append(CheckResult("xid", ("n1",), Outcome.ERROR, "dmesg timed out after 30 s", duration_s=30,

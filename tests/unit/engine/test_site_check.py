@@ -26,18 +26,19 @@ REF = Reference(10.0, -0.1, None, "GB/s", "a test figure", {})
 
 
 def steps(profile, host):
-    return [Step("", ["python3", "-c", "print('bw ' + str(__import__('os').environ.get('BW', '12.5')))"])]
+    return [Step("", ["python3", "-c", "print('bw ' + str(__import__('os').environ.get('BW', '12.5')))"],
+                 parser="probe")]
 
 
 def parse(text):
     return {"tool": "probe", "bw_GBps": float(text.split()[1])}
 
 
-def judge(parsed, profile):
-    return [measured("node", "bw_GBps", parsed[""]["bw_GBps"], REF, "SITE_SLOW", "call the site's team")]
+def judge(ctx):
+    return [measured("node", "bw_GBps", ctx.parsed[""]["bw_GBps"], REF, "SITE_SLOW", "call the site's team")]
 
 
-CHECK = Check(id="site_probe", tool="probe", order=5, steps=steps, parse=parse, judge=judge,
+CHECK = Check(id="site_probe", tool="probe", order=5, steps=steps, parsers={"probe": parse}, judge=judge,
               metrics={"bw_GBps": "GB/s"})
 '''
 
@@ -63,7 +64,7 @@ print("sent hello")
 
 def steps(profile, pair):
     client, server = CLIENT.replace("PORT", "{port}"), SERVER.replace("PORT", "{port}")
-    return [Step("tcp", ["python3", "-c", client], server=["python3", "-c", server],
+    return [Step("tcp", ["python3", "-c", client], parser="tcp", server=["python3", "-c", server],
                  ready=Ready(line="listening", port={port}), on=1, server_on=0)]
 
 
@@ -71,11 +72,12 @@ def parse(text):
     return {{"tool": "tcp", "sent": text.strip()}}
 
 
-def judge(parsed, profile):
-    return [expect("tcp", "sent", parsed["tcp"]["sent"], "sent hello", "SITE_PAIR", "check the pair", )]
+def judge(ctx):
+    return [expect("tcp", "sent", ctx.parsed["tcp"]["sent"], "sent hello", "SITE_PAIR", "check the pair", )]
 
 
-CHECK = Check(id="site_pair", tool="tcp", order=5, scope=Scope.PAIR, steps=steps, parse=parse, judge=judge)
+CHECK = Check(id="site_pair", tool="tcp", order=5, scope=Scope.PAIR, steps=steps, parsers={{"tcp": parse}},
+              judge=judge)
 '''
 
 

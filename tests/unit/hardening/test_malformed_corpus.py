@@ -16,6 +16,7 @@ from provision.errors import ParseError
 from provision.parsers import parse_tool
 from provision.results.model import Outcome, Scope
 
+from tests.unit.checks import hosts_of
 from tests.unit.hardening._inputs import CHECKS, DATA, PROFILE
 
 MALFORMED = DATA / "malformed"
@@ -41,7 +42,7 @@ CASES = [
     ('gpu_burn_gflops_malformed.txt', 'check:gpu_stress:gpu_burn', "Gflop/s '1\\.2\\.3' is not a number"),
     ('gpu_burn_gflops_5000_digits.txt', 'check:gpu_stress:gpu_burn', 'longer than 64 characters'),
     ('dcgmi_no_table_header.txt', 'check:gpu_stress:dcgmi',
-     'not gpu-burn output: no "proc.d: ... errors: ... temps:" progress line'),
+     "not dcgmi diag output: no '\\| Diagnostic \\| Result \\|' table header"),
     ('smi_qx_temp_minus_273.txt', 'check:gpu_health:', 'temperature -273 C is outside -50..150 C'),
     ('smi_qx_temp_nan.txt', 'check:gpu_health:', "value 'nan' is not a finite number"),
     ('smi_qx_ecc_negative.txt', 'check:gpu_health:', 'ecc_uncorrected_volatile -1 is negative'),
@@ -59,7 +60,7 @@ CASES = [
     ('ibstat_port_5000_digits.txt', 'check:ib_ports:', "port number '9+\\.\\.\\.' is longer than 64 characters"),
     ('ibstat_missing_colons.txt', 'check:ib_ports:', "state = None, expected 'Active'"),
     ('bonding_speed_negative.txt', 'check:storage:bond', 'Speed -25000 Mb/s is negative'),
-    ('bonding_mode_without_colon.txt', 'check:storage:bond', 'not fio output'),
+    ('bonding_mode_without_colon.txt', 'check:storage:bond', "not /proc/net/bonding output: no 'Bonding Mode:' line"),
     ('bonding_failure_count_5000_digits.txt', 'check:storage:bond', 'longer than 64 characters'),
     ('fio_json_bw_infinity.txt', 'check:storage:fio', "fio JSON 'write\\.bw' is inf"),
     ('fio_json_bw_1e400.txt', 'check:storage:fio', "fio JSON 'write\\.bw' is inf"),
@@ -86,7 +87,7 @@ CASES = [
      "1 Xid line\\(s\\) not of the form .*first: '\\[ 8214.401233\\] NVRM: Xid \\(PCI:0000:1'"),
     ('stack_two_driver_versions.txt', 'check:stack:driver', 'several driver versions: 535.183.01, 550.127.05'),
     ('stack_package_garbage.txt', 'check:stack:packages',
-     'not nvidia-smi driver_version, nvcc --version or dpkg-query'),
+     "not dpkg-query/rpm -q output: not a package line"),
     ('ibnetdiscover_port_999.txt', 'parse:ibnetdiscover', 'port number 999 is outside 1..255'),
     ('ibnetdiscover_far_port_huge.txt', 'parse:ibnetdiscover',
      "port number '9+\\.\\.\\.' is longer than 64 characters"),
@@ -115,7 +116,8 @@ def test_a_malformed_output_is_an_error_or_a_failure_naming_what_is_wrong(file, 
         check_id, _, key = rest.partition(":")
         texts = {**_healthy(check_id), key: text} if check_id in ("gpu_stress", "storage", "stack", "pcie_link") \
             else {key: text}
-        result = verdict(CHECKS[check_id], ("node07",), Scope.NODE, PROFILE, texts)
+        result = verdict(CHECKS[check_id], ("node07",), Scope.NODE, PROFILE, texts,
+                         hosts_of(CHECKS[check_id], ("node07",), PROFILE))
         assert result.outcome in (Outcome.ERROR, Outcome.FAIL), f"{file}: {result.outcome.value}: {result.message}"
         said = result.message
     assert "\n" not in said

@@ -21,6 +21,7 @@ from provision.engine.verdict import verdict
 from provision.errors import ParseError
 from provision.results.model import Outcome, Scope
 
+from tests.unit.checks import hosts_of
 from tests.unit.hardening._inputs import CAPTURES, CHECKS, PARSERS, PROFILE
 
 NAMES = sorted(PARSERS)
@@ -159,6 +160,7 @@ def test_a_verdict_on_mutated_outputs_never_raises_and_serialises(data, case):
     check_id, texts = case
     key = data.draw(st.sampled_from(sorted(texts)))
     texts = {**texts, key: data.draw(mutated(texts[key]))}
-    result = verdict(CHECKS[check_id], ("node07",), Scope.NODE, PROFILE, texts)
+    result = verdict(CHECKS[check_id], ("node07",), Scope.NODE, PROFILE, texts,
+                     hosts_of(CHECKS[check_id], ("node07",), PROFILE))
     assert result.outcome in (Outcome.PASS, Outcome.FAIL, Outcome.ERROR)
     json.dumps(result.to_dict(), allow_nan=False)

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from provision.errors import ParseError
-from provision.parsers import bonding, dmesg_xid, fio, lspci
+from provision.parsers import bonding, dmesg_xid, fio, lspci, parse_tool
 
 KERNEL_LOG = """\
 2024-04-05T21:29:39,123456+00:00 NVRM: Xid (PCI:0000:3b:00): 13, pid=2233, name=python3, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address
@@ -171,3 +172,30 @@ def test_fio_text_truncated_and_refused() -> None:
     assert cut["jobs"][0]["lat_p99_ms"] is None
     with pytest.raises(ParseError, match="fio JSON"):
         fio.parse("fio: unrecognized option '--bogus'\n")
+
+
+def test_stack_tools_driver_lines_nvcc_banner_and_package_lines():
+    """The stack check's three tools (provision/parsers/smi_driver.py, nvcc.py, package_query.py)."""
+    driver = parse_tool("nvidia-smi-driver", "550.54.15\n550.54.15\n")
+    assert (driver["driver_version"], driver["gpu_count"], driver["complete"]) == ("550.54.15", 2, True)
+    with pytest.raises(ParseError, match="several driver versions: 535.183.01, 550.127.05"):
+        parse_tool("nvidia-smi-driver", "535.183.01\n550.127.05\n")
+    banner = "nvcc: NVIDIA (R) Cuda compiler driver\n"
+    nvcc = parse_tool("nvcc", banner + "Cuda compilation tools, release 12.4, V12.4.131\n")
+    assert (nvcc["release"], nvcc["version"], nvcc["complete"]) == ("12.4", "12.4.131", True)
+    assert parse_tool("nvcc", banner)["complete"] is False
+    packages = parse_tool("package-query", "libnccl2 2.21.5-1+cuda12.4 ii \nlibcudnn9-cuda-12 9.1.0.70-1 hi \n")
+    assert packages["packages"]["libnccl2"] == {"version": "2.21.5-1+cuda12.4", "status": "ii"}
+    assert parse_tool("package-query", "libnccl 2.21.5-1+cuda12.4")["complete"] is False  # rpm's line, cut
+
+
+def test_lspci_and_nvbandwidth_name_device_classes_and_bus_ids():
+    lspci = parse_tool("lspci", LSPCI_VV)
+    assert all(d["class"] for d in lspci["devices"]) and "3D controller" in {d["class"] for d in lspci["devices"]}
+    bare = parse_tool("lspci", "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16\n\t\tLnkSta:\tSpeed 16GT/s, Width x16\n")
+    assert bare["devices"][0]["class"] is None
+    data = Path(__file__).resolve().parents[2] / "data"
+    nvbandwidth = parse_tool("nvbandwidth", (data / "nvbandwidth" / "sim_h100_healthy.txt").read_text())
+    assert len(nvbandwidth["bus_ids"]) == 8 and nvbandwidth["bus_ids"][0].endswith(":00")
+    assert parse_tool("nvbandwidth", (data / "samples" / "nvbandwidth_readme_d2d_write_8gpu.txt").read_text())[
+        "bus_ids"] == {}

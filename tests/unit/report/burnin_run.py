@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from provision import checks, profiles
+from provision.checks.base import judge_outputs
 from provision.results.model import CheckResult, Finding, HostRecord, Outcome, RawOutput, Run, Scope
 from provision.results.store import RunDir
+from tests.unit.checks import hosts_of
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PROFILE = "h100-sxm5-80g-ndr"
@@ -19,8 +21,9 @@ def judged(check: str, host: str, files: dict[str, str], hosts: tuple[str, ...] 
     """``check`` judged on the captures ``files`` ({step key: file under tests/data/<check dir>/})."""
     spec = checks.registry()[check]
     folder = "ib_write_bw" if check == "ib_pairs" else check
-    parsed = {key: spec.parse((DATA / folder / name).read_text()) for key, name in files.items()}
-    findings = spec.judge(parsed, profiles.for_host(PROFILE, {}, host))
+    texts = {key: (DATA / folder / name).read_text() for key, name in files.items()}
+    profile = profiles.for_host(PROFILE, {}, host)
+    findings = judge_outputs(spec, profile, hosts_of(spec, hosts or (host,), profile), texts)
     bad = [f for f in findings if not f.ok]
     outcome = Outcome.FAIL if bad else Outcome.PASS
     message = "; ".join(f.describe() for f in bad) or "ok"
