@@ -12,7 +12,6 @@ import yaml
 
 from provision import paths, profiles
 from provision.checks import Outcome, gpu_stress, stack, storage
-from provision.checks.base import judge_outputs
 from provision.engine import burnin
 from provision.engine.control import Control
 from provision.engine.transport import CommandResult

@@ -17,11 +17,11 @@ from provision.engine import cluster
 from provision.engine.control import Control
 from provision.engine.scheduler import Scheduler
 from provision.engine.verdict import verdict
-from provision.inventory import Host
-from tests.unit.checks import hosts_of
 from provision.results.model import FABRIC, CheckResult, HostRecord, Outcome, RawOutput, Run, Scope
 from provision.results.store import RunStore
 from provision.sim import hwmodel, rack
+
+from tests.unit.checks import hosts_of
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOLS = ROOT / "provision/sim/tools"
