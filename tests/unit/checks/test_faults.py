@@ -81,12 +81,13 @@ def test_xid_unknown_numbers_get_the_unknown_code():
 
 
 def _every_case():
-    """(check, profile, texts) of every declared case (tests/data/<check>/cases.yaml)."""
+    """(check, profile, texts, hosts) of every declared case (tests/data/<check>/cases.yaml)."""
     from provision.checks import registry
     from tests.unit.checks.declared import cases
 
     for case in cases():
-        yield registry()[case.check], case.host_profile(), case.texts()
+        check = registry()[case.check]
+        yield check, case.host_profile(), case.texts(), case.job_hosts(check.scope)
 
 
 def test_every_finding_of_the_captures_carries_its_catalogue_action():
