@@ -17,15 +17,15 @@ def test_a_role_outside_its_scope_is_refused():
     def nothing(*args):
         return []
     with pytest.raises(ValueError, match="check x: role pair-evidence needs scope pair, not node"):
-        Check(id="x", tool="t", steps=nothing, parse=dict, judge=nothing, order=1, role=Role.PAIR_EVIDENCE)
-    assert Check(id="x", tool="t", steps=nothing, parse=dict, judge=nothing, order=1, scope=Scope.GROUP,
+        Check(id="x", tool="t", steps=nothing, judge=nothing, order=1, role=Role.PAIR_EVIDENCE)
+    assert Check(id="x", tool="t", steps=nothing, judge=nothing, order=1, scope=Scope.GROUP,
                  role=Role.GROUP_EVIDENCE).role.scope is Scope.GROUP
 
 
 def test_a_site_module_declaring_a_role_outside_its_scope_is_one_line_of_bad_input(tmp_path, monkeypatch):
     (tmp_path / "site_pairs.py").write_text(
         "from provision.checks.base import Check, Role\n"
-        "CHECK = Check(id='site_pairs', tool='t', steps=None, parse=None, judge=None, order=1,"
+        "CHECK = Check(id='site_pairs', tool='t', steps=None, judge=None, order=1,"
         " role=Role.PAIR_EVIDENCE)\n")
     monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
     with pytest.raises(ProvisionError, match="site_pairs.py: cannot load this check module .*"

@@ -19,19 +19,19 @@ from provision.checks.base import Check, Role, Scope, Step
 
 
 def steps(profile, pair):
-    return [Step("mlx5_0", ["ib_read_bw", "-d", "mlx5_0", pair.server.address], on=1)]
+    return [Step("mlx5_0", ["ib_read_bw", "-d", "mlx5_0", pair.server.address], parser="ib_read_bw", on=1)]
 
 
 def parse(text):
     return {"tool": "ib_read_bw"}
 
 
-def judge(parsed, profile):
+def judge(ctx):
     return []
 
 
-CHECK = Check(id="site_pairs", tool="ib_read_bw", order=111, scope=Scope.PAIR, steps=steps, parse=parse,
-              judge=judge, needs=("hca",), metrics={"read_bw_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE)
+CHECK = Check(id="site_pairs", tool="ib_read_bw", order=111, scope=Scope.PAIR, steps=steps,
+              parsers={"ib_read_bw": parse}, judge=judge, needs=("hca",), metrics={"read_bw_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE)
 '''
 
 SITE_GROUP = '''
@@ -40,19 +40,19 @@ from provision.checks.base import Check, Role, Scope, Step
 
 
 def steps(profile, group):
-    return [Step("", ["mpirun", "alltoall_perf"])]
+    return [Step("", ["mpirun", "alltoall_perf"], parser="alltoall_perf")]
 
 
 def parse(text):
     return {"tool": "alltoall_perf"}
 
 
-def judge(parsed, profile):
+def judge(ctx):
     return []
 
 
-CHECK = Check(id="site_group", tool="mpirun", order=121, scope=Scope.GROUP, steps=steps, parse=parse,
-              judge=judge, needs=("gpu", "hca"), metrics={"alltoall_busbw_GBps": "GB/s"}, role=Role.GROUP_EVIDENCE)
+CHECK = Check(id="site_group", tool="mpirun", order=121, scope=Scope.GROUP, steps=steps,
+              parsers={"alltoall_perf": parse}, judge=judge, needs=("gpu", "hca"), metrics={"alltoall_busbw_GBps": "GB/s"}, role=Role.GROUP_EVIDENCE)
 '''
 
 
