@@ -31,7 +31,8 @@ def judge(ctx):
 
 
 CHECK = Check(id="site_pairs", tool="ib_read_bw", order=111, scope=Scope.PAIR, steps=steps,
-              parsers={"ib_read_bw": parse}, judge=judge, needs=("hca",), metrics={"read_bw_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE)
+              parsers={"ib_read_bw": parse}, judge=judge, needs=("hca",), metrics={"read_bw_Gbps": "Gb/s"},
+              role=Role.PAIR_EVIDENCE)
 '''
 
 SITE_GROUP = '''
@@ -52,7 +53,8 @@ def judge(ctx):
 
 
 CHECK = Check(id="site_group", tool="mpirun", order=121, scope=Scope.GROUP, steps=steps,
-              parsers={"alltoall_perf": parse}, judge=judge, needs=("gpu", "hca"), metrics={"alltoall_busbw_GBps": "GB/s"}, role=Role.GROUP_EVIDENCE)
+              parsers={"alltoall_perf": parse}, judge=judge, needs=("gpu", "hca"),
+              metrics={"alltoall_busbw_GBps": "GB/s"}, role=Role.GROUP_EVIDENCE)
 '''
 
 
