@@ -144,10 +144,11 @@ def test_a_lone_surrogate_parses_or_is_refused(name, file, text):
 def _steps() -> list[tuple[str, dict[str, str]]]:
     """(check id, {step key: text}) of every capture set in tests/data/<check>/."""
     cases: dict[tuple[str, str], dict[str, str]] = {}
-    for name, file, text in CAPTURES:
-        if name.startswith("check:"):
-            case, _, key = file.split("/", 1)[1].removesuffix(".txt").partition(".")
-            cases.setdefault((name[6:], case), {})[key] = text
+    for _name, file, text in CAPTURES:
+        if "/" in file:  # a check's folder, not samples/
+            check, _, rest = file.partition("/")
+            case, _, key = rest.removesuffix(".txt").partition(".")
+            cases.setdefault((check, case), {})[key] = text
     return [(check, texts) for (check, _case), texts in sorted(cases.items())]
 
 
@@ -160,7 +161,8 @@ def test_a_verdict_on_mutated_outputs_never_raises_and_serialises(data, case):
     check_id, texts = case
     key = data.draw(st.sampled_from(sorted(texts)))
     texts = {**texts, key: data.draw(mutated(texts[key]))}
-    result = verdict(CHECKS[check_id], ("node07",), Scope.NODE, PROFILE, texts,
-                     hosts_of(CHECKS[check_id], ("node07",), PROFILE))
+    check = CHECKS[check_id]
+    hosts = ("node07",) if check.scope is Scope.NODE else ("node07", "node08")
+    result = verdict(check, hosts, check.scope, PROFILE, texts, hosts_of(check, hosts, PROFILE))
     assert result.outcome in (Outcome.PASS, Outcome.FAIL, Outcome.ERROR)
     json.dumps(result.to_dict(), allow_nan=False)
