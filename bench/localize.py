@@ -39,13 +39,14 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _oracle import Faults, Oracle  # noqa: E402
+from provision import profiles  # noqa: E402
 from provision.fabric.localize import Localizer, Routes  # noqa: E402
+from provision.profiles import Profile  # noqa: E402
 from provision.sim.synth import fat_tree  # noqa: E402
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 1250)
@@ -68,16 +69,16 @@ def build(n: int):
 class Durations:
     """Seconds per test from the profile (module docstring)."""
 
-    def __init__(self, profile: dict, launch_s: float, setup_s: float):
-        p = profile["references"]["nccl_allreduce"]["busbw_GBps"]["params"]
+    def __init__(self, profile: Profile, launch_s: float, setup_s: float):
+        p = profile.required_reference("nccl_allreduce", "busbw_GBps").params
         sizes, b = [], p["min_bytes"]
         while b <= p["max_bytes"]:
             sizes.append(b)
             b *= p["step_factor"]
         self.sweep_bytes = sum(sizes) * (p["iters"] + p["warmup_iters"])
-        self.busbw_Bps = profile["hca"]["count"] * profile["hca"]["rate_Gbps"] * 1e9 / 8
-        ib = profile["references"]["ib_write_bw"]["bw_avg_Gbps"]["params"]
-        self.pair_s = profile["hca"]["count"] * (ib["duration_s"] + setup_s)
+        self.busbw_Bps = profile.hca.count * (profile.hca.rate_Gbps or 0) * 1e9 / 8
+        ib = profile.required_reference("ib_write_bw", "bw_avg_Gbps").params
+        self.pair_s = profile.hca.count * (ib["duration_s"] + setup_s)
         self.launch_s = launch_s
 
     def group(self, n: int) -> float:
@@ -218,8 +219,7 @@ def main(argv=None) -> None:
     ap.add_argument("--launch-s", type=float, default=20.0, help="collective start-up seconds (assumption)")
     ap.add_argument("--setup-s", type=float, default=2.0, help="ib_write_bw set-up seconds per HCA (assumption)")
     args = ap.parse_args(argv)
-    root = Path(__file__).resolve().parent.parent / "provision" / "profiles" / "data"
-    dur = Durations(yaml.safe_load((root / f"{args.profile}.yaml").read_text()), args.launch_s, args.setup_s)
+    dur = Durations(profiles.load(args.profile), args.launch_s, args.setup_s)
     sizes, trials = (SIZES[:5], 10) if args.quick else (SIZES, args.trials)
     print(f"# profile {args.profile}: group(32) {dur.group(32):.0f} s, 2-host collective {dur.group(2):.0f} s, "
           f"pair {dur.pair_s:.0f} s ({dur.pair_s / 8:.0f} s x 8 HCAs); threshold {THRESHOLD}; {trials} trials/cell")

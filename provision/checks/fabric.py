@@ -25,7 +25,7 @@ def steps(profile, group) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
-    expected = width_speed_for(float(profile["hca"]["rate_Gbps"]))
+    expected = width_speed_for(float(profile.hca.rate_Gbps))
     findings = []
     for dev, plane in planes(parsed).items():
         result = parsed[dev]

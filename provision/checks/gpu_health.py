@@ -28,33 +28,33 @@ def steps(profile, host) -> list[Step]:
 def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
     smi = parsed[""]
-    gpu = profile["gpu"]
+    gpu = profile.gpu
     findings = [
-        expect("node", "gpu_count", len(smi["gpus"]), gpu["count"], "GPU_MISSING"),
+        expect("node", "gpu_count", len(smi["gpus"]), gpu.count, "GPU_MISSING"),
         expect("node", "driver_version", smi["driver_version"], profile.stack["driver_version"], "STACK_PIN"),
     ]
     seen = {g["bus_id"].upper() for g in smi["gpus"]}
     findings += [Finding(device=f"GPU {bus}", metric="present", value=False, ok=False, expected=True,
                          fault="GPU_MISSING", action=faults.action("GPU_MISSING"))
-                 for bus in gpu.get("bus_ids") or [] if bus.upper() not in seen]
+                 for bus in gpu.bus_ids if bus.upper() not in seen]
     for index, g in enumerate(smi["gpus"]):
         findings += _gpu(f"GPU{index} {g['bus_id']}", g, profile)
     return findings
 
 
 def _gpu(device: str, g: dict, profile) -> list[Finding]:
-    gpu = profile["gpu"]
+    gpu = profile.gpu
     rows = g.get("remapped_rows") or {}
     out = [
-        expect(device, "model", g["name"], gpu["model"], "GPU_MODEL"),
+        expect(device, "model", g["name"], gpu.model, "GPU_MODEL"),
         expect(device, "ecc_uncorrected_volatile", g.get("ecc_uncorrected_volatile") or 0, 0, "ECC_DBE"),
         expect(device, "sram_uncorrected_volatile", g.get("sram_uncorrected_volatile") or 0, 0, "ECC_SRAM"),
         expect(device, "remapped_rows_pending", bool(rows.get("pending")), False, "ROW_REMAP_PENDING"),
         expect(device, "remapped_rows_failure", bool(rows.get("failure")), False, "ROW_REMAP_FAILURE"),
         expect(device, "retired_pages_pending", bool(g.get("retired_pages_pending")), False, "PAGE_RETIRE_PENDING"),
         # nvidia-smi's max generation is what the GPU and its slot can reach: a capability.
-        expect(device, "pcie_gen_max", g.get("pcie_gen_max"), gpu["pcie"]["gen"], "PCIE_CAPABILITY"),
-        expect(device, "pcie_width_current", g.get("width_current"), gpu["pcie"]["width"], "PCIE_DOWNTRAINED",
+        expect(device, "pcie_gen_max", g.get("pcie_gen_max"), gpu.pcie.gen, "PCIE_CAPABILITY"),
+        expect(device, "pcie_width_current", g.get("width_current"), gpu.pcie.width, "PCIE_DOWNTRAINED",
                unit="lanes"),
         expect(device, "persistence_mode", g.get("persistence_mode"), "Enabled", "PERSISTENCE_OFF"),
         expect(device, "clocks_event_reasons_hw", sorted(set(g.get("clocks_event_reasons_active") or []) & HW_SLOWDOWN),

@@ -65,7 +65,7 @@ def judge(ctx: Context) -> list[Finding]:
 
 
 def _burn(result: dict, profile) -> list[Finding]:
-    gpus, expected = result["gpus"], profile["gpu"]["count"]
+    gpus, expected = result["gpus"], profile.gpu.count
     judged = [g for g in gpus if g["verdict"] is not None]
     if len(judged) < expected:
         missing = [g["index"] for g in gpus if g["verdict"] is None]

@@ -16,15 +16,15 @@ def steps(profile, host) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
-    hca = profile["hca"]
+    hca = profile.hca
     ports = [p for p in parsed[""]["ports"] if (p.get("link_layer") or "InfiniBand") == "InfiniBand"]
-    findings = [expect("node", "ib_port_count", len(ports), hca["count"], "HCA_MISSING")]
+    findings = [expect("node", "ib_port_count", len(ports), hca.count, "HCA_MISSING")]
     for p in ports:
         device = f"{p['ca']} port {p['port']}"
         findings += [
             expect(device, "state", p["state"], "Active", "IB_PORT_DOWN"),
             expect(device, "physical_state", p["physical_state"], "LinkUp", "IB_PHYS_DOWN"),
-            expect(device, "rate_Gbps", p["rate_Gbps"], hca["rate_Gbps"], "IB_RATE", unit="Gb/s"),
+            expect(device, "rate_Gbps", p["rate_Gbps"], hca.rate_Gbps, "IB_RATE", unit="Gb/s"),
         ]
     return findings
 

@@ -15,16 +15,16 @@ from provision.errors import ParseError
 def steps(profile, host) -> list[Step]:
     p = profile.required_reference("nccl_allreduce", "busbw_GBps").params
     argv = ["all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
-            "-g", str(profile["gpu"]["count"]), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
+            "-g", str(profile.gpu.count), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
     return [Step("", argv, parser="nccl-tests")]
 
 
 def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
     result = parsed[""]
-    device = f"{result.get('nranks') or profile['gpu']['count']} GPUs"
+    device = f"{result.get('nranks') or profile.gpu.count} GPUs"
     ref = profile.required_reference("nccl_allreduce", "busbw_GBps")
-    return allreduce(result, device, profile["gpu"]["count"], ref, "NCCL_SLOW")
+    return allreduce(result, device, profile.gpu.count, ref, "NCCL_SLOW")
 
 
 def allreduce(result: dict, device: str, ranks: int, ref, slow: str) -> list[Finding]:

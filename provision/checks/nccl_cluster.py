@@ -21,15 +21,15 @@ def steps(profile, group) -> list[Step]:
     hosts = ",".join(f"{h.address}:1" for h in group.hosts)
     argv = ["mpirun", "--allow-run-as-root", "--tag-output", "-np", str(len(group.hosts)), "--host", hosts,
             "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
-            "-g", str(profile["gpu"]["count"]), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
+            "-g", str(profile.gpu.count), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
     return [Step(f"{len(group.hosts)}-nodes", argv, parser="nccl-tests")]
 
 
 def judge(ctx: Context) -> list[Finding]:
     (result,), profile, nodes = ctx.parsed.values(), ctx.profile, len(ctx.hosts)
     ref = profile.required_reference("nccl_cluster", "busbw_GBps")
-    device = f"{nodes} nodes x {profile['gpu']['count']} GPUs"
-    return allreduce(result, device, nodes * profile["gpu"]["count"], ref, "NCCL_CLUSTER_SLOW")
+    device = f"{nodes} nodes x {profile.gpu.count} GPUs"
+    return allreduce(result, device, nodes * profile.gpu.count, ref, "NCCL_CLUSTER_SLOW")
 
 
 PARAMS = {

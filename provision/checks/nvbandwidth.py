@@ -49,7 +49,7 @@ def judge(ctx: Context) -> list[Finding]:
     result, refs = parsed[""], _references(profile)
     tests = {metric: _test(result, ref.params["testcase"]) for metric, ref in refs.items()}
     columns = len(next(iter(next(iter(tests.values()))["matrix"].values())))
-    findings = [expect("node", "gpu_count", columns, profile["gpu"]["count"], "GPU_MISSING")]
+    findings = [expect("node", "gpu_count", columns, profile.gpu.count, "GPU_MISSING")]
     for metric, test in tests.items():
         cells = _pairs(test) if (test["caption"] or "").count("GPU(") == 2 else _per_gpu(test, result["bus_ids"])
         findings += [_cell(device, metric, value, refs[metric]) for device, value in cells]

@@ -18,14 +18,15 @@ from __future__ import annotations
 from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
+from provision.profiles.hardware import NVLink
 
 SPEED_TOLERANCE = 0.001  # nvidia-smi prints 3 decimals; the profile copies that figure
 
 
-def nvlink_of(profile) -> dict | None:
-    """The profile's ``gpu.nvlink`` block, None when the GPUs have no NVLink."""
-    nv = (profile.get("gpu") or {}).get("nvlink") or {}
-    return nv if nv.get("links") else None
+def nvlink_of(profile) -> NVLink | None:
+    """The profile's ``gpu.nvlink``, None when the GPUs have no NVLink."""
+    nv = profile.gpu.nvlink
+    return nv if nv is not None and nv.links else None
 
 
 def steps(profile, host) -> list[Step]:
@@ -34,18 +35,18 @@ def steps(profile, host) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
-    nv = nvlink_of(profile) or {"links": 0, "speed_GBps": 0}
+    nv = nvlink_of(profile) or NVLink(0, 0, 0.0)
     status = parsed[""]
     findings = []
     if not status["elided"]:
-        findings.append(expect("node", "gpu_count", len(status["gpus"]), profile["gpu"]["count"], "GPU_MISSING"))
+        findings.append(expect("node", "gpu_count", len(status["gpus"]), profile.gpu.count, "GPU_MISSING"))
     for gpu in status["gpus"]:
         findings += _gpu(f"GPU{gpu['index']}", gpu["links"], nv)
     return findings
 
 
-def _gpu(device: str, links: list[dict], nv: dict) -> list[Finding]:
-    want, speed = int(nv["links"]), float(nv["speed_GBps"])
+def _gpu(device: str, links: list[dict], nv: NVLink) -> list[Finding]:
+    want, speed = nv.links, nv.speed_GBps
     down = [link["link"] for link in links if not link["active"]]
     active = len(links) - len(down)
     notes = ([f"inactive links {','.join(map(str, down))}"] if down else []) + \

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
+from provision.profiles.hardware import GPU, HCA, PCIe
 
 GTPS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 VENDORS = {"gpu": "10de:", "hca": "15b3:"}
@@ -32,7 +33,7 @@ MISSING = {"gpu": "GPU_MISSING", "hca": "HCA_MISSING"}  # step -> fault of a cou
 
 
 def steps(profile, host) -> list[Step]:
-    keys = ["gpu"] + (["hca"] if (profile.get("hca") or {}).get("count") else [])
+    keys = ["gpu"] + (["hca"] if profile.hca.count else [])
     return [Step(key, ["lspci", "-D", "-vv", "-d", VENDORS[key]], parser="lspci") for key in keys]
 
 
@@ -40,23 +41,23 @@ def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
     findings = []
     for key, result in parsed.items():
-        part = profile["gpu"] if key == "gpu" else profile["hca"]
-        devices = [d for d in result["devices"] if d["class"] is None or d["class"] in _classes(key, part)]
-        findings.append(expect("node", f"{key}_count", len(devices), part["count"], MISSING[key]))
+        part = profile.gpu if key == "gpu" else profile.hca
+        devices = [d for d in result["devices"] if d["class"] is None or d["class"] in _classes(part)]
+        findings.append(expect("node", f"{key}_count", len(devices), part.count, MISSING[key]))
         for n, device in enumerate(devices):
-            findings += _device(device["bdf"] or f"{key} #{n} (no address printed)", device, part["pcie"])
+            findings += _device(device["bdf"] or f"{key} #{n} (no address printed)", device, part.pcie)
     return findings
 
 
-def _classes(key: str, part: dict) -> tuple[str, ...]:
+def _classes(part: GPU | HCA) -> tuple[str, ...]:
     """Device classes a step judges: GPUs, or HCAs of the profile's link layer."""
-    if key == "gpu":
+    if isinstance(part, GPU):
         return GPU_CLASSES
-    return (HCA_CLASSES.get(part.get("link_layer", "InfiniBand"), HCA_CLASSES["InfiniBand"]),)
+    return (HCA_CLASSES.get(part.link_layer or "InfiniBand", HCA_CLASSES["InfiniBand"]),)
 
 
-def _device(name: str, device: dict, pcie: dict) -> list[Finding]:
-    speed, width = GTPS[int(pcie["gen"])], int(pcie["width"])
+def _device(name: str, device: dict, pcie: PCIe) -> list[Finding]:
+    speed, width = GTPS[pcie.gen], pcie.width
     return [
         expect(name, "lnkcap_speed_GTps", device["lnkcap_speed_GTps"], speed, "PCIE_CAPABILITY", unit="GT/s"),
         expect(name, "lnkcap_width", device["lnkcap_width"], width, "PCIE_CAPABILITY", unit="lanes"),

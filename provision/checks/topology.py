@@ -28,14 +28,14 @@ def steps(profile, host) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
-    topo, want = parsed[""], profile.get("topology") or {}
+    topo, want = parsed[""], profile.topology
     gpus = sorted((name for name in topo["matrix"] if name.startswith("GPU")), key=lambda n: int(n[3:]))
-    findings = [expect("node", "gpu_count", len(gpus), profile["gpu"]["count"], "GPU_MISSING")]
-    if want.get("gpu_gpu"):
-        findings += [expect(f"{a}-{b}", "gpu_gpu", topo["matrix"][a].get(b), want["gpu_gpu"], "TOPO_NVLINK")
+    findings = [expect("node", "gpu_count", len(gpus), profile.gpu.count, "GPU_MISSING")]
+    if want.gpu_gpu:
+        findings += [expect(f"{a}-{b}", "gpu_gpu", topo["matrix"][a].get(b), want.gpu_gpu, "TOPO_NVLINK")
                      for i, a in enumerate(gpus) for b in gpus[i + 1:]]
-    if want.get("gpu_nearest_nic"):
-        findings += [_nearest_nic(gpu, topo, want["gpu_nearest_nic"]) for gpu in gpus]
+    if want.gpu_nearest_nic:
+        findings += [_nearest_nic(gpu, topo, want.gpu_nearest_nic) for gpu in gpus]
     return findings
 
 

@@ -35,7 +35,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Any
 
 import yaml
 
@@ -98,12 +97,6 @@ class Profile:
     @property
     def exclude_checks(self) -> tuple[str, ...]:
         return self.hardware.exclude_checks
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
 
     @property
     def stack(self) -> dict[str, str]:
