@@ -30,11 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from provision.errors import ParseError
 from provision.parsers import PARSERS, check_size, parse_tool
 from provision.results.model import Finding, Outcome, Reference, Scope
+
+if TYPE_CHECKING:
+    from provision.profiles import Profile
 
 __all__ = ["Check", "Context", "Finding", "Group", "Outcome", "Pair", "Ready", "Reference", "Role", "Scope", "Step",
            "judge_outputs", "parse_outputs"]
@@ -122,7 +125,7 @@ class Context:
     the job's ``target`` (the Host for node scope, a Pair or a Group)."""
 
     parsed: dict[str, dict]
-    profile: Any
+    profile: Profile
     target: Any
 
     @property

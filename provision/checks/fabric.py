@@ -14,6 +14,7 @@ from __future__ import annotations
 from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Role, Scope, Step
 from provision.checks.rules import expect
+from provision.errors import ProfileError
 from provision.fabric.discover import planes
 from provision.fabric.model import Plane, hca_names, width_speed_for
 from provision.results.model import FABRIC
@@ -25,6 +26,8 @@ def steps(profile, group) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     parsed, profile = ctx.parsed, ctx.profile
+    if profile.hca.rate_Gbps is None:  # the schema requires it with any HCA, and fabric needs HCAs
+        raise ProfileError(f"profile {profile.name}: hca.rate_Gbps: missing; the fabric check judges cables by it")
     expected = width_speed_for(float(profile.hca.rate_Gbps))
     findings = []
     for dev, plane in planes(parsed).items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
+from provision.errors import ProfileError
 from provision.profiles.hardware import GPU, HCA, PCIe
 
 GTPS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
@@ -44,6 +45,8 @@ def judge(ctx: Context) -> list[Finding]:
         part = profile.gpu if key == "gpu" else profile.hca
         devices = [d for d in result["devices"] if d["class"] is None or d["class"] in _classes(part)]
         findings.append(expect("node", f"{key}_count", len(devices), part.count, MISSING[key]))
+        if part.pcie is None:  # the schema requires it with any HCA; the hca step runs only with HCAs
+            raise ProfileError(f"profile {profile.name}: {key}.pcie: missing; pcie_link judges each link by it")
         for n, device in enumerate(devices):
             findings += _device(device["bdf"] or f"{key} #{n} (no address printed)", device, part.pcie)
     return findings
