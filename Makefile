@@ -9,6 +9,8 @@ LIMIT ?=
 TAGS ?=
 RUN_ID ?=
 PYTEST_ARGS ?=
+# The unit tests run in parallel (pytest-xdist), one worker per CPU: `make unit UNIT_WORKERS=0` runs them in one process.
+UNIT_WORKERS ?= auto
 
 VENV := .venv
 PROVISION := $(VENV)/bin/provision
@@ -85,8 +87,9 @@ lint: setup ## yamllint, ansible-lint (production profile), ruff, mypy and the i
 
 unit: setup ## The fast tests only: tests/unit (no simulated rack, no lint, no debootstrap)
 	$(call apt_install,$(TEST_APT_PACKAGES))
-	$(VENV)/bin/pytest -q tests/unit $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -n $(UNIT_WORKERS) tests/unit $(PYTEST_ARGS)
 
 test: sim-base lint ## Lint, then run the tests (unit and the simulated-rack integration test)
 	$(call apt_install,$(TEST_APT_PACKAGES))
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -n $(UNIT_WORKERS) tests/unit $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q tests/integration $(PYTEST_ARGS)

@@ -5,7 +5,11 @@ import random
 import socket
 import tempfile
 
-os.environ.setdefault("PROVISION_RUNS_DIR", tempfile.mkdtemp(prefix="provision-test-runs-"))
+# Each pytest process (with ``make unit``'s pytest-xdist, each worker) gets a runs folder of its own,
+# unless the caller chose one: workers never share runs/latest.
+if os.environ.get("PROVISION_RUNS_DIR") in (None, os.environ.get("PROVISION_TEST_RUNS_DIR")):
+    os.environ["PROVISION_RUNS_DIR"] = os.environ["PROVISION_TEST_RUNS_DIR"] = tempfile.mkdtemp(
+        prefix="provision-test-runs-")
 # Every report.json a test writes, in this process or a CLI subprocess, is validated against the
 # published schema (provision/results/report.schema.json); a violation fails the write.
 os.environ["PROVISION_VALIDATE_REPORTS"] = "1"
