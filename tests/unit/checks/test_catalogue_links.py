@@ -8,7 +8,6 @@ Truncation: half of the lspci and ``nvlink -s`` texts ends on a device boundary,
 tool prints an end marker, so that text reads as a node with 4 of 8 GPUs: a failure naming
 the count. A cut inside a device's lines is an error (``*_cut_mid_device`` tests).
 """
-import copy
 import importlib
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from provision import profiles
 from provision.checks import Outcome
 from provision.errors import ProfileError
 
-from tests.unit.checks import judge
+from tests.unit.checks import declared, judge
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 H100 = profiles.load("h100-sxm5-80g-ndr")
@@ -32,18 +31,7 @@ def applicable(check, profile) -> bool:
 
 def variant(base: str, changes: dict) -> profiles.Profile:
     """A copy of a bundled profile with ``{"a.b.c": value}`` set (None deletes the key)."""
-    profile = profiles.load(base)
-    data = copy.deepcopy(profile.data)
-    for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for key in parents:
-            node = node[key]
-        if value is None:
-            node.pop(leaf)
-        else:
-            node[leaf] = value
-    return profiles.Profile(f"{profile.name}-test", data, profile.path)
+    return declared.variant(profiles.load(base), f"{base}-test", changes)
 
 
 def pcie(name: str) -> dict:
