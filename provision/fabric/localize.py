@@ -55,9 +55,38 @@ PROBE_ERRORS = 2
 # Candidate routes examined per target cable and round: bounds planning at O(cables x SCAN) route look-ups
 # (the bench's 1,250 hosts: ~20k a round); the first route covering two new cables ends the scan anyway.
 SCAN = 16
+# Rounds in which the cable phase should have carried traffic over every leaf-spine cable: from round 2
+# (round 1 screens) to round 5, inside the 6 rounds the node phase takes on a 32-host leaf (a radix-64
+# NDR leaf: ceil(log2 32) - 1 halvings down to PROBE_MAX, a screen and a probe), leaving rounds for re-tests
+# before log2(N)+1. A leaf with fewer hosts than this asks of them (the last, part-filled leaf of 1,250 nodes:
+# 2 hosts, 32 uplinks) gets fans: one host the client of several pair tests in a round.
+COVER_ROUNDS = 4
 
 KINDS = ("group", "pair", "probe")
 
+
+
+def expected_rounds(hosts: int, per_leaf: int, uplinks: int | None = None) -> int:
+    """Rounds of screening and localization (``Localizer``, the cluster procedure's ``localize`` phase) on
+    a fat-tree of ``hosts`` hosts filling leaves of ``per_leaf`` (the last leaf holds the rest) with
+    ``uplinks`` leaf-spine cables per leaf (default ``per_leaf``: non-blocking), when each leaf group holds
+    at most one faulty host: the node phase's screen, its halvings down to ``PROBE_MAX`` hosts and a probe
+    round, or the cable phase's cover (by round ``1 + COVER_ROUNDS`` with fans, sooner where a leaf's hosts
+    outnumber its uplinks) and a re-test round, whichever is longer. Two faults in one group add a round or
+    two. Matches ``bench/localize.py``'s mean rounds (6 at 128 to 1,250 hosts on radix-64 leaves of 32;
+    4 at 16 hosts, two leaves of 8). Raises ValueError on fewer than 2 hosts or a leaf of none."""
+    if hosts < 2 or per_leaf < 1:
+        raise ValueError(f"need 2 or more hosts on leaves of 1 or more, got {hosts} hosts, {per_leaf} per leaf")
+    per_leaf = min(per_leaf, hosts)
+    group, halvings = per_leaf, 0
+    while group > PROBE_MAX:
+        group, halvings = -(-group // 2), halvings + 1
+    node = 2 + halvings
+    if hosts <= per_leaf:  # one leaf: no leaf-spine cable to cover
+        return node
+    smallest = hosts % per_leaf or per_leaf
+    cover = 1 + min(COVER_ROUNDS, -(-(uplinks if uplinks is not None else per_leaf) // smallest)) + 1
+    return max(node, cover)
 
 @dataclass(frozen=True)
 class Test:
@@ -188,6 +217,9 @@ class Localizer:
             for r in self.rails:
                 self._on_leaf.setdefault((r, self.routes.leaf(r, h)), []).append(h)
         self._idle: dict[tuple, list[str]] = {}  # per round: (rail, leaf) -> idle known-good hosts
+        self._fans: dict[str, int] = {}  # per round: client host -> further flows it may send (a fan)
+        self._fan_size: dict[tuple, int] = {}  # per round: leaf group -> flows a client of it may send
+        self._fan_on: dict[tuple, list[str]] = {}  # per round: (rail, leaf) -> clients with flows to spare
         self._groups = self._screen_groups()
 
     # -- planning -------------------------------------------------------------------------------
@@ -258,6 +290,8 @@ class Localizer:
         if len(pool) < 2:
             return []
         self._idle = {k: [h for h in reversed(v) if h in pool] for k, v in self._on_leaf.items()}
+        self._fan_size = self._fan_sizes(pool)
+        self._fans, self._fan_on = {}, {}
         suspect = {c for u in open_sets for c in u if c[0] == "cable"} | {c for c in named if c[0] == "cable"}
         retest = sorted(c for c in suspect - named if self._tries.get(c, 0) < TRIES)
         cover = [("cable", r, cid) for r in self.rails for cid in sorted(self.routes.cables(r))
@@ -272,12 +306,35 @@ class Localizer:
                 continue
             client, server, cables = best
             tests.append(Test("pair", (server, client), "cable"))
-            pool.difference_update((client, server))
+            pool.discard(server)
+            if client in pool:  # its first flow this round; it may take more as a fan (COVER_ROUNDS)
+                pool.discard(client)
+                self._fans[client] = self._fan_size.get(self._key[client], 1) - 1
+                for r in self.rails:
+                    if self._fans[client]:
+                        self._fan_on.setdefault((r, self._key[client][r]), []).append(client)
+            else:
+                self._fans[client] -= 1
             self._claim(dirs, client, server)
             planned.update(cables)
             for c in cables:
                 self._tries[c] = self._tries.get(c, 0) + 1
         return tests
+
+    def _fan_sizes(self, pool: set[str]) -> dict[tuple, int]:
+        """Flows a client host of each leaf group may send this round, one after another: enough for the
+        group's idle hosts to carry a flow over each of its leaves' uncovered uplinks by round
+        ``1 + COVER_ROUNDS`` (at least 1). A flow leaves a leaf on one uplink per rail, so the busiest rail counts."""
+        left = max(1, 1 + COVER_ROUNDS - len(self.rounds))
+        idle: dict[tuple, int] = {}
+        for h in pool:
+            idle[self._key[h]] = idle.get(self._key[h], 0) + 1
+        out = {}
+        for key, n in idle.items():
+            todo = max(sum(1 for lk in self.fabric.plane_of(r).uplinks(leaf)
+                           if ("cable", r, lk.id) not in self._covered) for r, leaf in zip(self.rails, key))
+            out[key] = max(1, -(-todo // (n * left)))
+        return out
 
     def _pair_usable(self, h: str, named: set[tuple]) -> bool:
         """A host a pair test can use although it is a suspect: each of its HCAs cleared or itself named
@@ -310,11 +367,15 @@ class Localizer:
         return best
 
     def _idle_on(self, rail: int, leaf: str, pool: set[str], other: str) -> str | None:
+        """An idle host on ``leaf``, else a client of this round with flows to spare (a fan)."""
         idle = self._idle.get((rail, leaf), [])
         while idle and idle[-1] not in pool:  # drop hosts taken since (lists run in reverse leaf order)
             idle.pop()
         for h in reversed(idle[-2:]):
             if h in pool and h != other:
+                return h
+        for h in self._fan_on.get((rail, leaf), ()):
+            if self._fans[h] > 0 and h != other:
                 return h
         return None
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from provision.fabric.localize import Localizer, Observation, Routes
+from provision.fabric.localize import Localizer, Observation, Routes, expected_rounds
 from provision.fabric.localize import Test as Job
 from provision.sim.synth import fat_tree
 
@@ -48,10 +48,17 @@ def drive(loc: Localizer, oracle: Oracle, limit: int = 40) -> None:
         tests = loc.next_round()
         if not tests:
             return
-        hosts = [h for t in tests for h in t.hosts]
-        assert len(hosts) == len(set(hosts)), "a host in two tests of one round"
+        assert_disjoint(tests)
         loc.observe([oracle.run(t) for t in tests])
     raise AssertionError("did not finish")
+
+
+def assert_disjoint(tests):
+    """No host in two tests of a round, but a fan's client: the client of several pair tests (the engine
+    runs them one after another), in no test of another kind and no test's server."""
+    clients = [t.hosts[1] for t in tests if t.kind == "pair"]
+    others = [h for t in tests for h in (t.hosts[:1] if t.kind == "pair" else t.hosts)]
+    assert len(others) == len(set(others)) and not set(others) & set(clients), "a host in two tests of one round"
 
 
 def names(loc):
@@ -228,3 +235,32 @@ def test_bad_threshold_and_missing_host():
         Localizer(fabric, hosts, 1.5)
     with pytest.raises(ValueError, match="without an HCA"):
         Localizer(fabric, hosts + ["ghost"])
+
+
+def test_a_part_filled_leaf_has_its_uplinks_covered_by_fans_within_the_bound():
+    """9 leaves of 10 hosts but the last with 2 (82 hosts), 10 uplinks each: one pair per host and round
+    would need 5 rounds for the last leaf's uplinks alone; fans (its hosts the clients of several pair
+    tests in one round) cover them by round 1 + COVER_ROUNDS and name its bad cable within log2(N)+1."""
+    hosts, fabric = setup(82, leaves=9)
+    plane = fabric.plane_of(0)
+    small = plane.hca_of(hosts[-1]).leaf
+    assert plane.hosts_on(small) == hosts[-2:] and len(plane.uplinks(small)) == 10
+    bad = plane.uplinks(small)[7]
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, nodes={hosts[13]: 0.6}, cables={(0, bad.id): 0.5}))
+    assert names(loc) == {("node", hosts[13], None), ("cable", 0, bad.id)}
+    assert loc.unknown() == {"hosts": [], "why": {}, "cables": []}
+    assert len(loc.rounds) <= math.log2(82) + 1
+    fans = [o.test.hosts[1] for r in loc.rounds for o in r if o.test.kind == "pair"]
+    assert any(fans.count(h) > 1 for h in hosts[-2:]), "no fan from the part-filled leaf"
+
+
+@pytest.mark.parametrize("n,per_leaf,rounds", [(16, 8, 4), (32, 16, 5), (128, 32, 6), (1250, 32, 6), (82, 10, 6),
+                                               (24, 32, 5)])
+def test_expected_rounds(n, per_leaf, rounds):
+    assert expected_rounds(n, per_leaf) == rounds <= math.log2(n) + 1
+
+
+def test_expected_rounds_rejects_no_hosts():
+    with pytest.raises(ValueError):
+        expected_rounds(1, 32)
