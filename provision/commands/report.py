@@ -77,4 +77,5 @@ def history_trend(file, run: Run) -> dict:
     from provision.history import db
 
     checks = sorted({r.check for r in run.results})
-    return db.read(file, lambda conn: db.trend(conn, sorted(run.verdicts()), TREND_METRICS, checks, run.started))
+    return db.read(file, lambda conn: db.trend(conn, sorted(run.verdicts()), TREND_METRICS, checks,
+                                                run.started, run.run_id))

@@ -277,11 +277,13 @@ def last_good_run(conn: sqlite3.Connection, host: str, before: str) -> str | Non
 
 
 def trend(conn: sqlite3.Connection, hosts: list[str], metrics: tuple[str, ...], checks: list[str] | None = None,
-          upto: str | None = None) -> dict[str, list[tuple]]:
+          upto: str | None = None, upto_run: str | None = None) -> dict[str, list[tuple]]:
     """{host: [(run id, "<check> <device> <metric>", value), ...]} oldest first, numeric values of
     ``metrics`` only: the shape provision.report.html's ``Trend`` takes. ``checks``: only these
-    checks; ``upto``: only runs started then or before (ISO time). Filtered by SQLite on the
-    ``results_series`` index, so a report of a few hosts reads their rows only, however large the
+    checks; ``upto``: only runs started then or before (ISO time); ``upto_run``: the report's run id,
+    so that a run started in the same second but ordered after it (the order is start, then run id) is
+    left out too, and its stored start replaces ``upto`` when the report has none. Filtered by SQLite on
+    the ``results_series`` index, so a report of a few hosts reads their rows only, however large the
     history."""
     out: dict[str, list[tuple]] = {h: [] for h in hosts}
     where, args = ["r.host IN (SELECT value FROM json_each(?))", "r.metric IN (SELECT value FROM json_each(?))",
@@ -289,7 +291,12 @@ def trend(conn: sqlite3.Connection, hosts: list[str], metrics: tuple[str, ...], 
     if checks is not None:
         where.append("r.check_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(checks))
-    if upto:
+    stored = conn.execute("SELECT started FROM runs WHERE run_id = ?", (upto_run,)).fetchone() if upto_run else None
+    upto = stored[0] if stored else upto
+    if upto and upto_run:
+        where.append("(u.started < ? OR (u.started = ? AND r.run_id <= ?))")
+        args += [upto, upto, upto_run]
+    elif upto:
         where.append("u.started <= ?")
         args.append(upto)
     found = conn.execute("SELECT r.host, r.run_id, r.check_id, r.device, r.metric, r.value FROM results r "

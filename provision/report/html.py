@@ -148,15 +148,16 @@ def plots(run: Run) -> list[dict]:
 
 def cluster(run: Run) -> list[dict]:
     """Per host group of the cluster procedure: {profile, hosts, schedule, rounds_total, error, rounds:
-    [{round, phase, tests: [{kind, purpose, hosts, ratio, rails, error}], below}], suspects: [{kind,
-    host, where, confidence, evidence: [text]}]}; ``below`` counts tests under the localizer's
-    threshold or in error."""
+    [{round, phase, tests: [{kind, purpose, hosts, ratio, rails, error, below}], below}], suspects: [{kind,
+    host, where, confidence, evidence: [text]}]}; ``below`` counts the round's tests in error or with any
+    figure under the localizer's threshold: the collective's ratio or any rail's (a pair test has rail
+    ratios only, its ``ratio`` None: one rail at 23 % of its reference is a test below it)."""
     out = []
     for group in (run.cluster or {}).get("groups", []):
         rounds = [{"round": r["round"], "phase": r["phase"], "tests": [_test(t) for t in r["tests"]]}
                   for r in group.get("rounds", [])]
         for r in rounds:
-            r["below"] = sum(1 for t in r["tests"] if t["error"] or (t["ratio"] is not None and t["ratio"] < BELOW))
+            r["below"] = sum(1 for t in r["tests"] if t["below"])
         out.append({"profile": group.get("profile"), "hosts": group.get("hosts", []),
                     "schedule": group.get("schedule"), "rounds_total": group.get("rounds_total"),
                     "error": group.get("error", ""), "rounds": rounds,
@@ -165,9 +166,13 @@ def cluster(run: Run) -> list[dict]:
 
 
 def _test(t: dict) -> dict:
-    rails = ", ".join(f"rail {k}: {number(v)}" for k, v in (t.get("rail_ratios") or {}).items())
+    """One test of a round; ``below``: in error, or its ratio or one rail's under ``BELOW``."""
+    ratios = {k: _float(v) for k, v in (t.get("rail_ratios") or {}).items()}
+    rails = ", ".join(f"rail {k}: {number(v)}" for k, v in ratios.items())
+    ratio, error = _float(t.get("ratio")), t.get("error", "")
+    low = [v for v in (ratio, *ratios.values()) if v is not None and v < BELOW]
     return {"kind": t.get("kind"), "purpose": t.get("purpose"), "hosts": "+".join(t.get("hosts") or []),
-            "ratio": _float(t.get("ratio")), "rails": rails, "error": t.get("error", "")}
+            "ratio": ratio, "rails": rails, "error": error, "below": bool(error or low)}
 
 
 def _suspect(s: dict) -> dict:
@@ -200,7 +205,7 @@ def _host(run: Run, host: str, verdict: str, rundir: RunDir | None, trend: Trend
     return {"name": host, "verdict": verdict, "profile": record.profile if record else None,
             "install": inst, "results": [_row(r) for r in results],
             "heatmap": _heatmap(nvb, rundir) if nvb else None,
-            "trends": _trends(trend.get(host, ()) if trend else ())}
+            "trends": _trends(trend.get(host, ()) if trend else (), run.run_id)}
 
 
 def _row(r: CheckResult) -> dict:
@@ -247,13 +252,25 @@ def _raw_matrix(result: CheckResult, rundir: RunDir) -> dict[tuple[int, int], fl
     return {}
 
 
-def _trends(points: Sequence[tuple[str, str, float]]) -> list[dict]:
-    """One trend plot per metric: {metric, runs, svg}."""
+def _trends(points: Sequence[tuple[str, str, float]], upto: str = "") -> list[dict]:
+    """One trend plot per metric: {metric, runs, svg}, of the runs up to the report's own (``upto``, a run
+    id): a run listed after it in ``points`` (oldest first) is newer than the report and left out, whatever
+    the mapping's source filtered."""
+    points = _up_to(points, upto)
     by_metric: dict[str, list[tuple[str, float]]] = {}
     for run_id, metric, value in points:
         if _float(value) is not None:
             by_metric.setdefault(metric, []).append((str(run_id), float(value)))
     return [{"metric": m, "runs": len(p), "svg": svg.trend(p, _unit(m))} for m, p in sorted(by_metric.items())]
+
+
+def _up_to(points: Sequence[tuple[str, str, float]], upto: str) -> Sequence[tuple[str, str, float]]:
+    """``points`` of the runs listed no later than run ``upto`` (by each run's first point); all of them
+    when ``upto`` is not among them (the history has not stored the report's run: its reader filtered)."""
+    order = {run_id: i for i, run_id in enumerate(dict.fromkeys(str(p[0]) for p in points))}
+    if upto not in order:
+        return points
+    return [p for p in points if order[str(p[0])] <= order[upto]]
 
 
 def _unit(metric: str) -> str:

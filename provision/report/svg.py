@@ -49,43 +49,96 @@ class Column:
 def strip(columns: Sequence[Column], unit: str, reference: float | None = None,
           lower: float | None = None) -> Markup:
     """A strip chart of ``columns`` (see the module's doc); ``reference`` and ``lower`` absolute
-    values in ``unit`` (None: not drawn). The y axis runs from 0 to the round step above the largest figure."""
-    left, top, plot_h = 56, 22, 200
+    values in ``unit`` (None: not drawn). The y axis spans the figures (``_span``): it starts at 0 only
+    when they reach near it, else at a round step below the lowest, said in the legend and marked on
+    the axis. The margins are sized by the labels' estimated widths (``text_width``), so no label runs
+    out of the drawing."""
+    top, plot_h = 22, 200
     step = min(max(560 / max(len(columns), 1), 14), 48)  # px per column: wide for a few nodes, 14 px at 40+
-    bottom = 12 + 5.5 * min(max((len(c.label) for c in columns), default=1), 28)  # room for rotated labels
     columns = [Column(c.label, tuple(Dot(d.device, _finite(d.value), d.ok) for d in c.dots)) for c in columns]
     reference, lower = _finite(reference), _finite(lower)
     values = [d.value for c in columns for d in c.dots if d.value is not None]
-    top_value = max(values + [v for v in (reference, lower) if v is not None] + [1e-9])
-    tick = _tick(top_value)
-    ymax = tick * (math.floor(top_value / tick) + 1)
-    if not math.isfinite(ymax):  # the round step above a figure near the largest float overflows
-        ymax, tick = top_value, top_value / 4
-    width = max(left + step * len(columns) + 24, 480)
+    ymin, ymax, tick = _span(values + [v for v in (reference, lower) if v is not None])
+    labels = [_short(c.label) for c in columns]
+    count = round((ymax / 2 - ymin / 2) / (tick / 2))
+    ticks = [_axis_label(ymin + tick * i, tick) for i in range(count + 1)]
+    left = max(56.0, 10 + max(text_width(t) for t in ticks),  # the y labels, and the first columns' labels
+               *(text_width(t) * COS60 - step * i - step / 2 + 4 for i, t in enumerate(labels)))
+    bottom = 16 + max((text_width(t) for t in labels), default=0.0) * SIN60  # room for rotated labels
+    legend = _legend_text(reference, lower, unit, ymin)
+    width = max(left + step * len(columns) + 24, 480, left + 4 + text_width(legend) + 8)
 
     def y(v: float) -> float:
-        return top + plot_h * (1 - v / ymax)
+        return top + plot_h * (1 - (v / 2 - ymin / 2) / (ymax / 2 - ymin / 2))  # halves: no overflow
 
     parts = [_open(width, top + plot_h + bottom, f"{len(columns)} columns in {unit}")]
-    parts += _y_axis(left, width - 12, y, ymax, tick, unit)
+    parts += _y_axis(left, width - 12, y, ymin, ticks, tick, unit)
     for name, value, colour in (("reference", reference, REF), ("lower bound", lower, LOW)):
         if value is not None:
-            parts.append(f'<line x1="{left}" x2="{width - 12}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
+            parts.append(f'<line x1="{left:.1f}" x2="{width - 12:.1f}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
                          f'stroke="{colour}" stroke-dasharray="6 3"><title>{name} {escape(number(value))} '
                          f'{escape(unit)}</title></line>')
-    for i, column in enumerate(columns):
+    for i, (column, label) in enumerate(zip(columns, labels)):
         x = left + step * i + step / 2
-        parts += [_dot(x, y, column.label, dot, unit) for dot in column.dots]
+        parts += [_dot(x, y, ymin, column.label, dot, unit) for dot in column.dots]
         parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 8}" text-anchor="end" '
-                     f'transform="rotate(-60 {x:.1f} {top + plot_h + 8})">{escape(_short(column.label))}</text>')
-    parts.append(_legend(left, reference, lower, unit))
+                     f'transform="rotate(-60 {x:.1f} {top + plot_h + 8})">{escape(label)}</text>')
+    parts.append(_legend(left, reference, lower, unit, ymin))
     return Markup("".join(parts) + "</svg>")
 
 
-def _dot(x: float, y, label: str, dot: Dot, unit: str) -> str:
+# Label widths are estimated, not measured (no layout engine here): 0.62 em per character at the
+# charts' 11 px, above the average advance of system-ui sans-serif faces' digits and lower case (about
+# 0.55 em), so a margin sized by it holds the label.
+CHAR_EM = 0.62
+FONT_PX = 11
+COS60, SIN60 = 0.5, math.sqrt(3) / 2  # the column labels are rotated by -60 degrees
+# An axis starts at 0 when the lowest figure is within this fraction of the highest: a strip of dots
+# encodes values by position, so its axis need not include 0 (Cleveland, The Elements of Graphing Data,
+# 1985: a dot chart's scale need not start at zero), but when the figures nearly reach it anyway, 0 is
+# the honest start.
+ZERO_WITHIN = 0.5
+
+
+def text_width(text: str, size: float = FONT_PX) -> float:
+    """The estimated width in px of ``text`` at ``size`` px (``CHAR_EM`` per character)."""
+    return len(text) * CHAR_EM * size
+
+
+def _span(figures: list[float]) -> tuple[float, float, float]:
+    """(axis minimum, maximum, gridline step) for ``figures``: 0 (or the round step below a negative
+    lowest) up to the round step above the highest when the lowest is at most ``ZERO_WITHIN`` of it,
+    else from a round step below the lowest (a quarter step's margin at least) to the one above the
+    highest, the span at least 5 % of the highest (a flat series). About four steps; near the largest
+    float, where round steps overflow, the figures' own range in four."""
+    lo, hi = (min(figures), max(figures)) if figures else (0.0, 1.0)
+    if hi > 0 and lo > ZERO_WITHIN * hi:
+        tick = _tick(max(hi / 2 - lo / 2, hi / 40) * 2)  # halves: no overflow
+        base = tick * math.floor(lo / tick)
+        lo_axis = max(base - tick if lo - base < tick / 4 else base, 0.0)
+    else:
+        tick = _tick(max(abs(hi), abs(lo), 1e-9))
+        lo_axis = 0.0 if lo >= 0 else -tick * math.ceil(-lo / tick)
+    top_axis = tick * (math.floor(hi / tick) + 1)
+    steps = (top_axis / 2 - lo_axis / 2) / (tick / 2)
+    if not (math.isfinite(top_axis) and math.isfinite(lo_axis) and math.isfinite(steps)) or steps > 12:
+        lo_axis, top_axis = min(lo, 0.0), max(hi, 1e-9)
+        tick = top_axis / 4 - lo_axis / 4
+    return lo_axis, top_axis, tick
+
+
+def _axis_label(v: float, tick: float) -> str:
+    """A gridline's figure: as many decimals as the step needs, large ones in exponent form."""
+    if abs(v) >= 1e7:
+        return f"{v:.3g}"
+    decimals = max(0, -math.floor(math.log10(tick))) if 0 < tick < 1 else 0
+    return f"{v:.{min(decimals, 6)}f}" if decimals else number(round(v))
+
+
+def _dot(x: float, y, ymin: float, label: str, dot: Dot, unit: str) -> str:
     tip = f"<title>{escape(label)} {escape(dot.device)}: {escape(number(dot.value))} {escape(unit)}</title>"
-    if dot.value is None:
-        y0 = y(0.0)
+    if dot.value is None:  # not measured: a cross at the foot of the axis
+        y0 = y(ymin)
         return (f'<path d="M{x - 4:.1f} {y0 - 4:.1f}l8 8m0 -8l-8 8" stroke="{FAIL}" stroke-width="2">'
                 f"{tip}</path>")
     return f'<circle cx="{x:.1f}" cy="{y(dot.value):.1f}" r="3.5" fill="{PASS if dot.ok else FAIL}">{tip}</circle>'
@@ -103,24 +156,43 @@ def _tick(top: float) -> float:
     return next(power * m for m in (1, 2, 5, 10) if power * m >= raw)
 
 
-def _y_axis(left: int, right: float, y, ymax: float, tick: float, unit: str) -> list[str]:
-    """Gridlines and labels at every ``tick`` from 0 to ``ymax``, and the unit."""
+def _y_axis(left: float, right: float, y, ymin: float, ticks: list[str], tick: float, unit: str) -> list[str]:
+    """Gridlines and their ``ticks`` labels every ``tick`` from ``ymin``, and the unit; an axis that
+    does not start at 0 gets a break mark (two slashes) at its foot."""
     out = [f'<text x="4" y="14" fill="{INK}">{escape(unit)}</text>']
-    for i in range(round(ymax / tick) + 1):
-        v = tick * i
-        out.append(f'<line x1="{left}" x2="{right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eceff1"/>'
-                   f'<text x="{left - 4}" y="{y(v) + 4:.1f}" text-anchor="end" fill="{INK}">'
-                   f"{escape(number(round(v, 1)))}</text>")
+    for i, label in enumerate(ticks):
+        v = ymin + tick * i
+        out.append(f'<line x1="{left:.1f}" x2="{right:.1f}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eceff1"/>'
+                   f'<text x="{left - 4:.1f}" y="{y(v) + 4:.1f}" text-anchor="end" fill="{INK}">'
+                   f"{escape(label)}</text>")
+    if ymin != 0:
+        foot = y(ymin)
+        out.append(f'<path d="M{left - 3:.1f} {foot - 6:.1f}l6 -4m-6 8l6 -4" stroke="{INK}" fill="none">'
+                   f"<title>the axis starts at {escape(number(ymin))} {escape(unit)}, not 0</title></path>")
     return out
 
 
-def _legend(left: int, reference: float | None, lower: float | None, unit: str) -> str:
+def _legend_text(reference: float | None, lower: float | None, unit: str, ymin: float) -> str:
+    """The legend as plain text (its width sizes the chart)."""
+    text = []
+    if reference is not None:
+        text.append(f"- - reference {number(reference)} {unit}")
+    if lower is not None:
+        text.append(f" - - lower bound {number(lower)} {unit}")
+    if ymin != 0:
+        text.append(f"; axis from {number(ymin)} {unit}, not 0")
+    return "".join(text)
+
+
+def _legend(left: float, reference: float | None, lower: float | None, unit: str, ymin: float = 0.0) -> str:
     text = []
     if reference is not None:
         text.append(f'<tspan fill="{REF}">- - reference {escape(number(reference))} {escape(unit)}</tspan>')
     if lower is not None:
         text.append(f'<tspan fill="{LOW}"> - - lower bound {escape(number(lower))} {escape(unit)}</tspan>')
-    return f'<text x="{left + 4}" y="14">{"".join(text)}</text>' if text else ""
+    if ymin != 0:
+        text.append(f'<tspan fill="{INK}">; axis from {escape(number(ymin))} {escape(unit)}, not 0</tspan>')
+    return f'<text x="{left + 4:.1f}" y="14">{"".join(text)}</text>' if text else ""
 
 
 def heatmap(cells: Mapping[tuple[int, int], float | None], unit: str, reference: float | None = None,
@@ -165,30 +237,35 @@ def _colour(value: float, reference: float, lower: float | None) -> str:
 
 def trend(points: Sequence[tuple[str, float]], unit: str) -> Markup:
     """One metric across runs: ``points`` (run id, value in ``unit``), oldest first; the y axis spans
-    the values' range (a flat series sits mid-height)."""
-    width, height, pad = 320, 90, 14
+    the values' range (a flat series sits mid-height), its two figures left of the plot in a margin
+    their width sets, the first and last run ids below it, each shortened to half the plot's width."""
+    width, height, pad, foot = 320.0, 100, 14, 12  # foot: the band of run ids under the plot
     points = [(run, v) for run, v in points if _finite(v) is not None]  # a non-finite figure is not plotted
     values = [v for _, v in points]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
     span = (high / 2 - low / 2) or 1.0  # halves: the span of -1e308 and 1e308 overflows a float
-    step = (width - 2 * pad - 40) / max(len(points) - 1, 1)
+    left = max(pad + 40.0, 8 + text_width(number(high)), 8 + text_width(number(low)))
+    width = max(width, left + 160)
+    step = (width - pad - left) / max(len(points) - 1, 1)
+    most = max(4, int((width - pad - left) / 2 / (CHAR_EM * FONT_PX)) - 1)  # run-id characters in half the plot
 
     def xy(i: int, v: float) -> tuple[float, float]:
         fraction = (v / 2 - low / 2) / span if high > low else 0.5
-        return pad + 40 + step * i, height - pad - (height - 2 * pad) * fraction
+        return left + step * i, height - foot - pad - (height - foot - 2 * pad) * fraction
 
     coords = [xy(i, v) for i, (_, v) in enumerate(points)]
     parts = [_open(width, height, f"trend of {len(points)} runs in {unit}"),
              f'<text x="2" y="{pad}" fill="{INK}">{escape(number(high))}</text>',
-             f'<text x="2" y="{height - pad + 4}" fill="{INK}">{escape(number(low))}</text>',
+             f'<text x="2" y="{height - foot - pad + 4}" fill="{INK}">{escape(number(low))}</text>',
              f'<polyline fill="none" stroke="{REF}" stroke-width="1.5" points="'
              + " ".join(f"{x:.1f},{y:.1f}" for x, y in coords) + '"/>']
     parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{REF}"><title>{escape(run)}: '
               f"{escape(number(v))} {escape(unit)}</title></circle>" for (x, y), (run, v) in zip(coords, points)]
     if points:
-        parts.append(f'<text x="{pad + 40}" y="{height - 1}" fill="{INK}">{escape(_short(points[0][0]))}</text>'
-                     f'<text x="{width - pad}" y="{height - 1}" text-anchor="end" fill="{INK}">'
-                     f"{escape(_short(points[-1][0]))}</text>")
+        parts.append(f'<text x="{left:.0f}" y="{height - 4}" fill="{INK}">{escape(_short(points[0][0], most))}</text>')
+    if len(points) > 1:
+        parts.append(f'<text x="{width - pad:.0f}" y="{height - 4}" text-anchor="end" fill="{INK}">'
+                     f"{escape(_short(points[-1][0], most))}</text>")
     return Markup("".join(parts) + "</svg>")
 
 

@@ -156,3 +156,20 @@ def test_a_reports_trend_holds_its_hosts_and_checks_up_to_its_own_run(tmp_path):
     assert sorted(trend) == ["node01", "node03"]
     assert trend["node01"] == [("n1", "ib_write_bw mlx5_0 bw_avg_Gbps", 382.0),
                                ("n2", "ib_write_bw mlx5_0 bw_avg_Gbps", 383.0)]
+
+
+def test_a_reports_trend_leaves_out_a_run_started_in_the_same_second_after_it(tmp_path):
+    """Runs are ordered by start, then run id: a run started in the same second but ordered after the
+    report's is newer than it; a report without a start time is cut at its run's stored start."""
+    from provision.commands import report as report_command
+
+    with db.connect(tmp_path / "h.db") as conn:
+        for run_id in ("n2-a", "n2-b"):  # both started 2026-11-02T02:00:00
+            db.insert(conn, bw_run(run_id, 2, {"node01": 383.0}), {})
+        db.insert(conn, bw_run("n3", 3, {"node01": 384.0}), {})
+    report = bw_run("n2-a", 2, {"node01": 383.0})
+    assert [p[0] for p in report_command.history_trend(tmp_path / "h.db", report)["node01"]] == ["n2-a"]
+    report.started = ""
+    assert [p[0] for p in report_command.history_trend(tmp_path / "h.db", report)["node01"]] == ["n2-a"]
+    report.run_id = "n2-b"
+    assert [p[0] for p in report_command.history_trend(tmp_path / "h.db", report)["node01"]] == ["n2-a", "n2-b"]

@@ -135,16 +135,19 @@ def test_history_database_plugs_in_as_the_trend(monkeypatch, tmp_path):
     db = pytest.importorskip("provision.history.db")
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     store = RunStore(paths.RUNS)
-    for name in ("r-old", "r-new"):
+    for name, day in (("r-old", "2026-11-30"), ("r-new", "2026-12-01")):
         folder = store.create(name)
         run = failing_run()
-        run.run_id = folder.name
+        run.run_id, run.started = folder.name, f"{day}T10:00:00+00:00"
         folder.save(run)
         with db.connect(tmp_path / "history.db") as conn:
             db.insert(conn, run, {})
     assert report_command.report("r-new", history=str(tmp_path / "history.db"), progress=lambda *_: None) == 0
     page = (store.root / "r-new" / "report.html").read_text()
     assert "busbw_GBps over 2 runs" in page
+    assert report_command.report("r-old", history=str(tmp_path / "history.db"), progress=lambda *_: None) == 0
+    old = (store.root / "r-old" / "report.html").read_text()
+    assert "busbw_GBps over 1 runs" in old and "r-new" not in old  # the newer run is not in the older report
 
 
 CHROMIUM = shutil.which("chromium")  # Debian's package (TEST_APT_PACKAGES)
