@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
                            "one that someone else drained or downed; runs/<id>/drain.txt lists them either way")
             c.add_argument("--resume-passed", action="store_true", help="with --drain slurm: return to service the "
                            "nodes this tool drained (Reason 'burnin: ...') that now pass the checks they failed")
+            _breaker_options(c)
             c.add_argument("--check-set", metavar="NAME", help="the checks tagged with set NAME (quick, deep for "
                            "nightly runs) less the profile's exclude_checks; not with --checks")
             _history_option(c)
@@ -110,6 +111,16 @@ def _report_parser(sub) -> None:
     rep.add_argument("--prometheus", action="store_true", help="also write the Prometheus textfile RUN_DIR/burnin.prom")
     rep.add_argument("--prometheus-out", metavar="FILE", help="write the Prometheus textfile there instead, "
                      "world-readable (a folder, e.g. node_exporter's textfile collector directory: burnin.prom in it)")
+
+
+def _breaker_options(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--drain-max", type=int, metavar="N", help="with --drain slurm: drain at most N nodes in this run, "
+                   "past the circuit breaker (default: --drain-share of the Slurm nodes, shared by the runs of "
+                   "--drain-window)")
+    c.add_argument("--drain-share", type=float, metavar="PERCENT", help="with --drain slurm: the share of the Slurm "
+                   "nodes one run may drain (default 10)")
+    c.add_argument("--drain-window", type=float, metavar="HOURS", help="with --drain slurm: the runs of this many "
+                   "hours share one run's budget; the nodes this tool drained in it count (default 24)")
 
 
 def _local_options(c: argparse.ArgumentParser) -> None:

@@ -19,7 +19,10 @@ the inventory name, or the host variable ``provision_slurm_node``) as ``scontrol
 - pass, drained by this tool, with ``--resume-passed``: returned to service (``State=RESUME``) only when
   every check its reason names ran on it in this run (it then passed them: its verdict is pass);
   otherwise it stays drained and the checks that did not run are named;
-- error: nothing.
+- error: nothing;
+- never more drains than the circuit breaker allows (``provision.slurm.breaker``: a share of the Slurm
+  nodes per run, shared by the runs of a window; ``--drain-max N`` names another count): the failing nodes
+  past it are not drained, and are said and kept in slurm.txt with their reasons.
 
 An operator who wants a node this tool drained to stay out of service changes its reason. The state is
 read once for every node, and again for one node just before its update (scontrol has no
@@ -30,10 +33,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable
 
 from provision.errors import ProvisionError
 from provision.results.model import Outcome, Run
+from provision.slurm.breaker import Breaker
 from provision.slurm.scontrol import NodeState, Scontrol, SlurmError
 
 PREFIX = "burnin:"  # every reason this tool gives starts with it; a node whose reason does not is not ours
@@ -143,11 +148,13 @@ def decide(host: str, node: str, verdict: str, wanted: str, state: NodeState | N
 
 
 def apply(run: Run, nodes: dict[str, str], resume: bool, scontrol: Scontrol,
-          say: Callable[[str], None] = print) -> list[str]:
+          say: Callable[[str], None] = print, breaker: Breaker = Breaker(), now: datetime | None = None) -> list[str]:
     """Drain and resume the nodes of ``nodes`` (host -> NodeName, hosts of ``run``) per ``decide``,
-    through ``scontrol``. Says and returns one line per node drained, resumed or left alone, then a
-    total, each prefixed 'slurm: '. A failing scontrol call is a one-line warning naming the node and
-    changes nothing else; never raises SlurmError."""
+    through ``scontrol``, draining no more than ``breaker`` allows (``provision.slurm.breaker``; ``now``
+    the time its window ends at, this machine's clock by default). Says and returns one line per node
+    drained, resumed or left alone, the breaker's line and the nodes it kept from draining, then a total,
+    each prefixed 'slurm: '. A failing scontrol call is a one-line warning naming the node and changes
+    nothing else; never raises SlurmError."""
     lines: list[str] = []
 
     def tell(text: str) -> None:
@@ -161,19 +168,50 @@ def apply(run: Run, nodes: dict[str, str], resume: bool, scontrol: Scontrol,
         return lines
     verdicts = run.verdicts()
     done: dict[str, list[str]] = {DRAIN: [], RESUME: []}
-    for host, node in sorted(nodes.items()):
+    drains: list[Decision] = []
+    for host, node in sorted(nodes.items()):  # resumes first: a node returned to service frees the budget
         if host not in verdicts:
             continue
         decision = _decision(run, host, node, verdicts[host], states.get(node), resume)
-        if decision.action != NOTHING:
-            decision = _act(run, decision, verdicts[host], resume, scontrol, tell)
-        elif decision.note:
-            tell(decision.note)
-        if decision.action in done:
-            done[decision.action].append(host)
+        if decision.action == DRAIN:
+            drains.append(decision)
+            continue
+        _do(run, decision, verdicts[host], resume, scontrol, tell, done)
+    resumed = {nodes[h] for h in done[RESUME]}
+    budget, why = breaker.budget({n: s for n, s in states.items() if n not in resumed}, PREFIX, now)
+    kept = []  # would have been drained: the breaker stopped them
+    for decision in drains:
+        if len(done[DRAIN]) >= budget:
+            kept.append(decision)
+        else:
+            _do(run, decision, verdicts[decision.host], resume, scontrol, tell, done)
+    if kept:
+        _tell_kept(kept, len(done[DRAIN]), why, tell)
     tell(f"drained {len(done[DRAIN])}{': ' if done[DRAIN] else ''}{', '.join(done[DRAIN])}; "
-         f"resumed {len(done[RESUME])}{': ' if done[RESUME] else ''}{', '.join(done[RESUME])}")
+         f"resumed {len(done[RESUME])}{': ' if done[RESUME] else ''}{', '.join(done[RESUME])}"
+         + (f"; not drained (breaker) {len(kept)}: {', '.join(d.host for d in kept)}" if kept else ""))
     return lines
+
+
+def _do(run: Run, decision: Decision, verdict: str, resume: bool, scontrol: Scontrol, tell: Callable[[str], None],
+        done: dict[str, list[str]]) -> None:
+    """Act on one decision (``_act``) or say its note; the host joins ``done``'s list of what was done."""
+    if decision.action != NOTHING:
+        decision = _act(run, decision, verdict, resume, scontrol, tell)
+    elif decision.note:
+        tell(decision.note)
+    if decision.action in done:
+        done[decision.action].append(decision.host)
+
+
+def _tell_kept(kept: list[Decision], drained: int, why: str, tell: Callable[[str], None]) -> None:
+    """The breaker's one line (why it stopped), then each node it kept from draining with its reason."""
+    names = [d.host for d in kept]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    tell(f"breaker: stopped draining after {drained} of {drained + len(kept)} failing nodes: {why}; not drained: "
+         f"{shown} (listed below; every failing host is in drain.txt); --drain-max N lets a run drain N nodes")
+    for decision in kept:
+        tell(f"not drained (breaker): {decision.note.replace(': drain: ', ': ', 1)}")
 
 
 def _decision(run: Run, host: str, node: str, verdict: str, state: NodeState | None, resume: bool) -> Decision:

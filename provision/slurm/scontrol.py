@@ -30,7 +30,8 @@ HELD = frozenset({"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING"})
 _NAME = re.compile(r"(?:^|\s)NodeName=(\S+)")
 _STATE = re.compile(r"\sState=(\S+)")
 # The reason runs to its " [user@time]" stamp (or the line's end: later versions may print fields after it).
-_REASON = re.compile(r"\sReason=(.*?)(?: \[[^\]\s]*@[0-9T:-]+\]|$)")
+# The stamp's time is when the reason was set (slurmctld's local time, ISO 8601 without a zone).
+_REASON = re.compile(r"\sReason=(.*?)(?: \[[^\]\s]*@([0-9T:-]+)\]|$)")
 
 
 class SlurmError(CommandError):
@@ -40,11 +41,13 @@ class SlurmError(CommandError):
 @dataclass(frozen=True)
 class NodeState:
     """One Slurm node as ``scontrol show node -o`` prints it: ``state`` such as ``IDLE+DRAIN``,
-    ``reason`` without its `` [user@time]`` suffix ('' when none)."""
+    ``reason`` without its `` [user@time]`` suffix ('' when none), ``since`` that suffix's time: when the
+    reason was set ('' when none was printed)."""
 
     name: str
     state: str
     reason: str = ""
+    since: str = ""
 
     @property
     def words(self) -> frozenset[str]:
@@ -69,7 +72,8 @@ def parse_show_node(text: str) -> dict[str, NodeState]:
         if not state:
             raise ValueError(f"scontrol show node: no State= for node {name.group(1)}")
         reason = _REASON.search(line)
-        nodes[name.group(1)] = NodeState(name.group(1), state.group(1), reason.group(1).strip() if reason else "")
+        nodes[name.group(1)] = NodeState(name.group(1), state.group(1), reason.group(1).strip() if reason else "",
+                                         (reason.group(2) or "") if reason else "")
     return nodes
 
 

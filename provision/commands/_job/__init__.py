@@ -83,13 +83,13 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
             publish.outputs(options.phases, ctx.rundir, ctx.run, progress, ctx.unwritten)  # before the history
             _remember(ctx)
     publish.drain(options.phases, ctx.rundir, ctx.run, ctx.slurm_nodes, options.resume_passed, ctx.control,
-                  ctx.unwritten)  # --drain slurm
+                  ctx.unwritten, _breaker(options))  # --drain slurm
     return _end(ctx)
 
 
 def _select(options: JobOptions, progress) -> Chosen:
     """The select phase and the plan gate: options checked, hosts chosen; touches no node."""
-    select.drain_options(options.drain, options.resume_passed)
+    _breaker(options)
     select.known_checks(options.checks)
     if "burnin" in options.phases and not (options.local and options.history is None):
         remember.history_path(options.history)
@@ -108,6 +108,12 @@ def _select(options: JobOptions, progress) -> Chosen:
     hosts = select.selected(inventory, options.phases, options.shard, options.shard_by, options.vault, limit,
                             options.force, progress)
     return Chosen(inventory.label, hosts, inventory, checks, options.scope)
+
+
+def _breaker(options: JobOptions):
+    """The drain's circuit breaker of the options (``select.drain_options``: checked before any node)."""
+    return select.drain_options(options.drain, options.resume_passed, options.drain_max, options.drain_share,
+                                options.drain_window)
 
 
 def _begin(options: JobOptions, chosen: Chosen, progress) -> RunContext:

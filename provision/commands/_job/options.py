@@ -19,7 +19,9 @@ class JobOptions:
     ``phases``: install, burnin or both. ``inventory``: the ``-i`` sources, later ones win. ``checks``:
     the check ids of ``--checks`` (None: all). ``host`` and ``profile`` go with ``local`` (``burnin
     --local``). ``live`` redraws the progress lines (a terminal). ``forks``: the most hosts worked on at
-    once (None: every host). ``wait``: seconds to wait for hosts another run holds (None: refuse at once)."""
+    once (None: every host). ``wait``: seconds to wait for hosts another run holds (None: refuse at once).
+    ``drain_max``, ``drain_share``, ``drain_window``: the drain's circuit breaker (``provision.slurm.breaker``;
+    None: its defaults)."""
 
     phases: tuple[str, ...]
     inventory: tuple[str, ...] = ()
@@ -35,6 +37,9 @@ class JobOptions:
     history: str | None = None
     drain: str | None = None
     resume_passed: bool = False
+    drain_max: int | None = None  # --drain-max: the count the operator names, past the breaker
+    drain_share: float | None = None  # --drain-share: percent of the Slurm nodes one run may drain
+    drain_window: float | None = None  # --drain-window: hours over which runs share that budget
     force: bool = False
     shard: str | None = None
     shard_by: str | None = None

@@ -8,6 +8,7 @@ from provision.report import junit, prometheus
 from provision.results.model import Run
 from provision.results.store import DRAIN, SLURM, RunDir
 from provision.slurm import drain as slurm_drain
+from provision.slurm.breaker import Breaker
 from provision.slurm.scontrol import Scontrol
 
 
@@ -35,11 +36,12 @@ def attempt(write, progress, unwritten: list[str]) -> None:
 
 
 def drain(phases, rundir: RunDir, run: Run, slurm_nodes: dict[str, str], resume_passed: bool,
-          control: Control, unwritten: list[str] | None = None) -> None:
-    """After a burn-in (whose drain.txt ``outputs`` wrote): say it; with ``slurm_nodes`` drain and resume
-    in Slurm and write what was done to slurm.txt. A stopped run drains nothing (its verdicts are not the
-    burn-in's). scontrol's failures are warning lines (``provision.slurm.drain.apply``), never the run's; a
-    file that cannot be written is one line (``attempt``, added to ``unwritten``)."""
+          control: Control, unwritten: list[str] | None = None, breaker: Breaker = Breaker()) -> None:
+    """After a burn-in (whose drain.txt ``outputs`` wrote): say it; with ``slurm_nodes`` drain (no more than
+    ``breaker`` allows) and resume in Slurm and write what was done to slurm.txt. A stopped run drains
+    nothing (its verdicts are not the burn-in's). scontrol's failures are warning lines
+    (``provision.slurm.drain.apply``), never the run's; a file that cannot be written is one line
+    (``attempt``, added to ``unwritten``)."""
     unwritten = [] if unwritten is None else unwritten
     if "burnin" not in phases:
         return
@@ -51,5 +53,5 @@ def drain(phases, rundir: RunDir, run: Run, slurm_nodes: dict[str, str], resume_
         said = [f"slurm: stopped by {control.reason}: nothing drained or resumed"]
         control.progress(said[0])
     else:
-        said = slurm_drain.apply(run, slurm_nodes, resume_passed, Scontrol(), control.progress)
+        said = slurm_drain.apply(run, slurm_nodes, resume_passed, Scontrol(), control.progress, breaker)
     attempt(lambda: rundir.write(SLURM, "".join(f"{line}\n" for line in said)), control.progress, unwritten)

@@ -8,6 +8,7 @@ from provision.checks import references
 from provision.errors import ProfileError, ProvisionError
 from provision.results.model import Scope
 from provision.results.store import RunStore
+from provision.slurm.breaker import SHARE, WINDOW_S, Breaker
 
 
 def known_checks(only_checks) -> None:
@@ -20,10 +21,24 @@ def known_checks(only_checks) -> None:
         raise ProvisionError(f"--checks: unknown check {', '.join(unknown)} (known: {', '.join(known)})")
 
 
-def drain_options(drain: str | None, resume_passed: bool) -> None:
-    """Raises ProvisionError for --resume-passed without --drain slurm (before any rack starts)."""
-    if resume_passed and drain != "slurm":
-        raise ProvisionError("--resume-passed needs --drain slurm")
+def drain_options(drain: str | None, resume_passed: bool, most: int | None = None, share: float | None = None,
+                  window: float | None = None) -> Breaker:
+    """The drain's circuit breaker of ``--drain-max``, ``--drain-share`` (percent) and ``--drain-window``
+    (hours). Raises ProvisionError for one of them or --resume-passed without --drain slurm, a count below 0,
+    a share outside (0, 100] or a window not above 0 (before any rack starts)."""
+    given = [name for name, value in (("--resume-passed", resume_passed), ("--drain-max", most is not None),
+                                      ("--drain-share", share is not None), ("--drain-window", window is not None))
+             if value]
+    if given and drain != "slurm":
+        raise ProvisionError(f"{given[0]} needs --drain slurm")
+    if most is not None and most < 0:
+        raise ProvisionError(f"--drain-max {most}: a number of nodes, 0 or more")
+    if share is not None and not 0 < share <= 100:
+        raise ProvisionError(f"--drain-share {share:g}: a percentage above 0, at most 100")
+    if window is not None and not window > 0:
+        raise ProvisionError(f"--drain-window {window:g}: hours, above 0")
+    return Breaker(share=SHARE if share is None else share / 100,
+                   window_s=WINDOW_S if window is None else window * 3600, most=most)
 
 
 def failed_installs(run_arg: str, limit) -> list[str]:
