@@ -45,16 +45,19 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--scope", choices=("node", "cluster", "all"), default="all",
                            help="node checks, the cluster procedure (fabric, IB pairs, NCCL across nodes, "
                            "localization), or both (default)")
-            c.add_argument("--schedule", choices=("quick", "full"), default="quick",
+            c.add_argument("--schedule", choices=("quick", "full"),
                            help="IB pair rounds: quick (one round, partners on other leaves) or full (own leaf, "
-                           "then until every leaf-spine cable carried traffic)")
+                           "then until every leaf-spine cable carried traffic); default: the check set's (full for "
+                           "acceptance), else quick")
             c.add_argument("--drain", choices=("slurm",), help="drain the failing nodes in Slurm (scontrol), never "
                            "one that someone else drained or downed; runs/<id>/drain.txt lists them either way")
             c.add_argument("--resume-passed", action="store_true", help="with --drain slurm: return to service the "
                            "nodes this tool drained (Reason 'burnin: ...') that now pass the checks they failed")
             _breaker_options(c)
-            c.add_argument("--check-set", metavar="NAME", help="the checks tagged with set NAME (quick, deep for "
-                           "nightly runs) less the profile's exclude_checks; not with --checks")
+            c.add_argument("--check-set", metavar="NAME", help="a named set of checks with its durations: quick "
+                           "(nightly, minutes), deep (every check, short stress), acceptance (a new node: 30 min "
+                           "gpu-burn, DCGM level 3, full IB pair schedule); less the profile's exclude_checks; not "
+                           "with --checks")
             _history_option(c)
         if name == "burnin":
             _local_options(c)
@@ -85,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("checks", help="list the burn-in checks in run order (found in provision/checks and "
                          "PROVISION_CHECK_PATH)")
     lst.add_argument("--markdown", action="store_true", help="print the Markdown table README.md shows")
+    lst.add_argument("--sets", action="store_true", help="print the check sets as README.md's Markdown table (checks, "
+                     "IB pair schedule, time per node)")
     par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
     par.add_argument("tool")
     par.add_argument("file")

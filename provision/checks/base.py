@@ -20,8 +20,12 @@ The engine (``provision.engine``) runs the steps, parses each output with the pa
 names (``parse_outputs``), and decides the outcome in stages (``provision.engine.verdict``). A
 multi-host check may declare the ``role`` it plays in the cluster procedure (``Role``).
 
-``sets`` tags the check with the named sets it belongs to (nightly runs: ``quick`` reads the configuration
-and the links in minutes; ``deep`` is every check); a profile can only leave a check out (``exclude_checks``).
+``sets`` tags the check with the named sets it belongs to; a set (``CheckSet``, declared in ``SETS``) runs the
+checks tagged with its ``tags`` and says what it is for and which IB pair schedule it takes. A check may run
+differently in a set (``set_params``: the test parameters of its references and its timeout there, over the
+profile's, e.g. gpu_stress's 30 minutes of gpu-burn in ``acceptance``); ``expected_s`` says how long its steps
+take on one node when that is more than a moment (the sets' documented time per node,
+``provision.checks.sets``). A profile can only leave a check out of a set (``exclude_checks``).
 
 Order bands: 10-29 diagnostics that name a dead part (a GPU off the bus), 30-49 configuration
 (stack, links, topology), 50-79 bandwidth, 80-99 stress; multi-host scopes after node scope.
@@ -39,8 +43,8 @@ from provision.results.model import Finding, Outcome, Reference, Scope
 if TYPE_CHECKING:
     from provision.profiles import Profile
 
-__all__ = ["Check", "Context", "Finding", "Group", "Outcome", "Pair", "Ready", "Reference", "Role", "Scope", "Step",
-           "judge_outputs", "parse_outputs"]
+__all__ = ["SETS", "Check", "CheckSet", "Context", "Finding", "Group", "InSet", "Outcome", "Pair", "Ready", "Reference",
+           "Role", "Scope", "Step", "judge_outputs", "parse_outputs"]
 
 Parser = Callable[[str], dict]
 
@@ -136,6 +140,41 @@ class Context:
 
 
 @dataclass(frozen=True)
+class CheckSet:
+    """A named set of checks (``burnin --check-set NAME``): the checks tagged (``Check.sets``) with any of its
+    ``tags`` (its name when none), what it is for, and the IB pair ``schedule`` it runs (``--schedule`` wins)."""
+
+    name: str
+    purpose: str
+    tags: tuple[str, ...] = ()
+    schedule: str = "quick"
+
+    @property
+    def tagged(self) -> tuple[str, ...]:
+        """The tags whose checks it runs."""
+        return self.tags or (self.name,)
+
+
+@dataclass(frozen=True)
+class InSet:
+    """How a check runs in one set, over the profile's: ``params`` (metric -> test parameters laid over its
+    reference row's ``params``) and ``timeout_s`` (its timeout there; a site's larger one wins)."""
+
+    params: dict[str, dict] = field(default_factory=dict)
+    timeout_s: float | None = None
+
+
+# The sets: ``quick`` for nightly runs, ``deep`` for every check at the profile's (short) durations, ``acceptance``
+# for a new node. A site's own tag on its checks is a set of that name too (``provision.checks.sets``).
+SETS = (
+    CheckSet("quick", "nightly: each node's configuration, links and HCA bandwidth; no stress, no cluster procedure"),
+    CheckSet("deep", "every check at the profiles' durations (gpu-burn 60 s: a smoke test, not a burn-in)"),
+    CheckSet("acceptance", "a new node: every check with real durations (gpu-burn 30 min, DCGM level 3)",
+             tags=("deep", "acceptance"), schedule="full"),
+)
+
+
+@dataclass(frozen=True)
 class Check:
     id: str
     tool: str
@@ -149,6 +188,10 @@ class Check:
     params: dict[str, dict] = field(default_factory=dict)
     role: Role | None = None
     sets: tuple[str, ...] = ()  # the named check sets it belongs to (``burnin --check-set quick``)
+    set_params: dict[str, InSet] = field(default_factory=dict)  # set name -> how it runs there (``InSet``)
+    # How long its steps take on one node (profile -> seconds), for a check whose tools run for a set time;
+    # None: a short check, its timeout bounds it (``provision.checks.sets.time_per_node``).
+    expected_s: Callable[[Any], float] | None = None
     # Checks whose profile references this one judges against besides its own (by their metrics and params).
     references_from: tuple[str, ...] = ()
     # A site's check reading a tool no package parser reads: parser name -> parse(text). The package's

@@ -1,4 +1,5 @@
-"""``provision checks``: the burn-in checks in run order, or README's table (``--markdown``)."""
+"""``provision checks``: the burn-in checks in run order, or README's table (``--markdown``), or README's table
+of the check sets (``--sets``)."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,11 @@ from provision.errors import ExitStatus
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "sets", False):
+        from provision.checks import sets
+
+        say(sets.markdown_table(checks.registry()), end="")
+        return ExitStatus.OK
     return list_checks(args.markdown, out=say)
 
 

@@ -59,7 +59,8 @@ def test_the_job_options_are_read_once_from_each_commands_arguments():
     assert run.checks == ("xid",) and run.forks == 4 and run.wait == 3600.0 and run.vault == Vault(ids=("dev@f",))
     install = _job.JobOptions.from_args(parser.parse_args(["install", "-i", "a", "--tags", "t"]))
     assert install.phases == ("install",) and install.tags == "t" and install.checks is None
-    assert install.scope == "all" and install.schedule == "quick" and not install.local
+    assert install.scope == "all" and install.schedule is None and not install.local  # the set's, else quick:
+    assert _job.select.schedule(install.check_set, install.schedule) == "quick"
     burnin = _job.JobOptions.from_args(parser.parse_args(["burnin", "--local", "--profile", "p"]))
     assert burnin.phases == ("burnin",) and burnin.local and burnin.profile == "p" and burnin.inventory == ()
     with pytest.raises(ProvisionError, match="--host and --profile go with --local"):

@@ -75,7 +75,8 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
         try:
             hosts = _install(ctx)
             if "burnin" in options.phases and hosts and not ctx.control.stop.is_set():
-                burnin.burnin(hosts, ctx.rundir, ctx.run, chosen.checks, ctx.control, chosen.scope, options.schedule,
+                burnin.burnin(hosts, ctx.rundir, ctx.run, chosen.checks, ctx.control, chosen.scope,
+                              select.schedule(options.check_set, options.schedule),
                               options.local, options.forks, ctx.held)
         finally:
             ctx.held.release()
@@ -121,6 +122,7 @@ def _begin(options: JobOptions, chosen: Chosen, progress) -> RunContext:
     slurm_nodes = slurm_drain.node_names(chosen.hosts) if options.drain == "slurm" else {}  # before any node
     if options.check_set is not None:
         chosen.checks = select.check_set(options.check_set, chosen.hosts, chosen.checks)
+        chosen.hosts = select.set_hosts(options.check_set, chosen.hosts)  # the set's durations and timeouts
     rundir = RunStore(paths.RUNS).create(options.run_id, warn=progress)
     held = burnin.take_hosts(chosen.hosts, options.phases, rundir, options.local, options.wait, progress)
     record = Run(run_id=rundir.name, inventory=chosen.label, phases=list(options.phases), started=now(),

@@ -33,7 +33,7 @@ class JobOptions:
     checks: tuple[str, ...] | None = None
     check_set: str | None = None
     scope: str = "all"
-    schedule: str = "quick"
+    schedule: str | None = None  # --schedule; None: the check set's (select.schedule), else quick
     history: str | None = None
     drain: str | None = None
     resume_passed: bool = False

@@ -2,9 +2,11 @@
 the plan gate before an install, the checks chosen. Nothing here touches a node."""
 from __future__ import annotations
 
+import dataclasses
+
 from provision import checks, embedded, paths, profiles
 from provision import inventory as inv
-from provision.checks import references
+from provision.checks import references, sets
 from provision.errors import ProfileError, ProvisionError
 from provision.results.model import Scope
 from provision.results.store import RunStore
@@ -158,15 +160,17 @@ def local(inventory_args, host_name: str | None, profile: str | None, vault: inv
 
 
 def check_set(name: str, hosts: list, only_checks) -> list[str]:
-    """The checks tagged with set ``name`` (``Check.sets``) less those every one of ``hosts``' profiles
-    excludes (``exclude_checks``; their union, in run order). Raises ProvisionError with --checks given
-    too, for a set no check has, or naming the profile file of an exclusion of an unknown check."""
+    """The checks set ``name`` runs (``provision.checks.sets``: those tagged with its tags, ``Check.sets``) less
+    those every one of ``hosts``' profiles excludes (``exclude_checks``; their union, in run order). Raises
+    ProvisionError with --checks given too, for a set no check has, or naming the profile file of an exclusion
+    of an unknown check."""
     if only_checks is not None:
         raise ProvisionError("--check-set and --checks: give one of them")
     registry = checks.registry()
-    known = sorted({s for check in registry.values() for s in check.sets})
+    known = sorted(name for name in sets.declared(registry) if sets.members(name, registry))
     if name not in known:
         raise ProfileError(f"--check-set {name}: no such check set (known: {', '.join(known) or 'none'})")
+    members = sets.members(name, registry)
     wanted: set[str] = set()
     for profile_name in dict.fromkeys(str(host.profile) for host in hosts):
         profile = profiles.load(profile_name)
@@ -174,5 +178,22 @@ def check_set(name: str, hosts: list, only_checks) -> list[str]:
         if unknown:
             raise ProfileError(f"{profile.path}: exclude_checks: unknown check {', '.join(unknown)} "
                                f"(known: {', '.join(registry)})")
-        wanted |= {c for c, check in registry.items() if name in check.sets and c not in profile.exclude_checks}
+        wanted |= {c for c in members if c not in profile.exclude_checks}
     return [c for c in registry if c in wanted]
+
+
+def set_hosts(name: str | None, hosts: list) -> list:
+    """``hosts`` as set ``name`` runs them: each with the set's test parameters and timeouts in its variables
+    (``provision.checks.sets.host_vars``), so the report keeps them; ``hosts`` themselves without a set."""
+    if name is None:
+        return hosts
+    registry = checks.registry()
+    return [dataclasses.replace(h, vars=sets.host_vars(name, h.vars, str(h.profile), registry)) for h in hosts]
+
+
+def schedule(name: str | None, given: str | None) -> str:
+    """The IB pair schedule: ``--schedule`` when given, else set ``name``'s (full for acceptance), else quick."""
+    if given is not None:
+        return given
+    chosen = sets.declared(checks.registry()).get(name) if name is not None else None
+    return chosen.schedule if chosen else "quick"

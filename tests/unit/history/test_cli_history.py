@@ -105,7 +105,8 @@ def test_check_sets_are_tags_on_the_checks():
     quick = select.check_set("quick", [host("n1")], None)
     assert quick and set(quick) < set(registry) and {"gpu_health", "xid"} <= set(quick)
     assert all(registry[c].scope.value == "node" for c in quick)  # quick: minutes, no cluster procedure
-    with pytest.raises(ProfileError, match=r"--check-set nightly: no such check set \(known: deep, quick\)"):
+    known = r"\(known: acceptance, deep, quick\)"  # issue 23 item 4 added acceptance
+    with pytest.raises(ProfileError, match=rf"--check-set nightly: no such check set {known}"):
         select.check_set("nightly", [host("n1")], None)
     with pytest.raises(ProvisionError, match="--check-set and --checks"):
         select.check_set("quick", [host("n1")], ["xid"])

@@ -3,6 +3,7 @@ inventory parsed once per run. Calls are counted (spies), never timed. Addresses
 (RFC 5737): nothing connects to them."""
 import pytest
 
+from provision import checks
 from provision.commands._job import select
 from provision import inventory as inv
 from provision.inventory import _ansible, playvars
@@ -88,5 +89,6 @@ def test_a_run_parses_its_inventory_once(tmp_path, monkeypatch):
     quiet = lambda *args, **kwargs: None  # noqa: E731
     found = select.gpu_inventory([str(path)], None, inv.Vault(), quiet)
     hosts = select.selected(found, ("install", "burnin"), None, None, inv.Vault(), None, False, quiet)  # plan gate
-    assert select.check_set("quick", hosts, None)[:2] == ["gpu_health", "xid"]
+    registry = checks.registry()  # the quick set over the registry, in run order (its first checks: diagnostics)
+    assert select.check_set("quick", hosts, None) == [c for c, check in registry.items() if "quick" in check.sets]
     assert len(hosts) == 20 and len(sessions) == 1

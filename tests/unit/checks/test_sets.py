@@ -1,0 +1,136 @@
+"""The check sets: chosen by name, each check's part in them declared on the check, their parameters laid into the
+hosts' variables, and README's table (time per node included) the computed one."""
+import re
+from pathlib import Path
+import pytest
+
+from provision import checks, profiles
+from provision.checks import gpu_stress, references, sets
+from provision.checks.base import SETS, Check, Scope
+from provision.commands._job import select
+from provision.inventory import Host
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+H100 = "h100-sxm5-80g-ndr"
+
+
+def host(name="n1", profile=H100, **hostvars):
+    return Host(name, "127.0.0.1", 22, "root", None, None, profile, vars=hostvars)
+
+
+def test_readme_sets_table_is_the_computed_one():
+    block = re.search(r"<!-- sets:begin[^>]*-->\n(.*?)<!-- sets:end -->", README.read_text(), re.S)
+    assert block, "README.md lost its sets:begin/sets:end markers"
+    assert block.group(1) == sets.markdown_table(checks.registry()), \
+        "README.md's sets table is stale: paste `provision checks --sets`"
+
+
+def test_time_per_node_is_the_checks_durations_and_timeouts():
+    registry = checks.registry()
+    profile = profiles.load(H100)
+    node = host()
+    quick = sum(len(registry[c].steps(profile, node)) * registry[c].timeout_s for c in sets.members("quick", registry))
+    assert sets.time_per_node("quick", registry) == quick  # no check of quick runs for a set time: its timeouts
+    smoke = profile.required_reference("gpu_stress", "gflops").params["duration_s"]
+    assert gpu_stress.CHECK.expected_s(profile) == smoke + 15 * 60  # DCGM level 3: ~15 min (dcgmi-diag(1))
+    # acceptance is deep's checks with 30 minutes of gpu-burn instead of the profile's smoke test
+    gap = sets.time_per_node("acceptance", registry) - sets.time_per_node("deep", registry)
+    assert gap == gpu_stress.ACCEPTANCE_BURN_S - smoke == 1740
+    assert sets.minutes(sets.time_per_node("acceptance", registry)) == "1 h 11 min"
+    assert sets.minutes(59) == "1 min" and sets.minutes(3600) == "1 h 0 min"
+
+
+def test_the_sets_are_chosen_by_name():
+    registry = checks.registry()
+    assert [s.name for s in SETS] == ["quick", "deep", "acceptance"]
+    assert select.check_set("acceptance", [host()], None) == list(registry)  # a new node: every check
+    assert select.check_set("deep", [host()], None) == list(registry)  # kept: every check, short durations
+    quick = select.check_set("quick", [host()], None)
+    assert all(registry[c].scope is Scope.NODE and not registry[c].expected_s for c in quick)  # no stress
+    assert select.schedule("acceptance", None) == "full" and select.schedule("acceptance", "quick") == "quick"
+    assert select.schedule("quick", None) == select.schedule(None, None) == select.schedule("deep", None) == "quick"
+
+
+def test_acceptance_runs_gpu_burn_30_minutes_and_dcgm_level_3_with_the_timeout_it_needs():
+    [node] = select.set_hosts("acceptance", [host()])
+    assert node.vars["provision_check_timeouts"] == {"gpu_stress": gpu_stress.ACCEPTANCE_TIMEOUT_S}
+    profile = profiles.for_host(H100, node.vars, node.name)
+    burn, dcgm = gpu_stress.steps(profile, node)
+    assert burn.argv == ["gpu_burn", "1800"] and dcgm.argv == ["dcgmi", "diag", "-r", "3"]
+    assert profile.required_reference("gpu_stress", "gflops").params == {"tool": "gpu_burn", "duration_s": 1800,
+                                                                          "precision": "fp32"}
+    assert gpu_stress.ACCEPTANCE_TIMEOUT_S > gpu_stress.ACCEPTANCE_BURN_S
+    [plain] = select.set_hosts("deep", [host()])
+    assert gpu_stress.steps(profiles.for_host(H100, plain.vars, "n1"), plain)[0].argv == ["gpu_burn", "60"]
+    assert select.set_hosts(None, [node]) == [node]
+
+
+def test_a_sites_own_params_and_larger_timeout_win_over_the_sets():
+    site = {"gpu_stress": {"gflops": {"value": 40000.0, "params": {"tool": "gpu_burn", "duration_s": 7200,
+                                                                     "precision": "fp64"}}},
+            "ib_write_bw": {"bw_avg_Gbps": {"value": 360}}}
+    [node] = select.set_hosts("acceptance", [host(provision_reference_overrides=site,
+                                                  provision_check_timeouts={"gpu_stress": 9000, "xid": 5})])
+    assert node.vars["provision_reference_overrides"] == site
+    assert node.vars["provision_check_timeouts"] == {"gpu_stress": 9000, "xid": 5}
+    value_only = {"gpu_stress": {"gflops": {"value": 40000.0}}}
+    [node] = select.set_hosts("acceptance", [host(provision_reference_overrides=value_only)])
+    row = profiles.for_host(H100, node.vars, "n1").required_reference("gpu_stress", "gflops")
+    assert row.value == 40000.0 and row.params["duration_s"] == 1800  # the site's value, the set's duration
+
+
+def test_a_set_a_check_tunes_is_one_it_belongs_to():
+    registry = checks.registry()
+    for check in registry.values():
+        for name in check.set_params:
+            assert check.id in sets.members(name, registry), f"{check.id}: set_params for {name}, not one of its sets"
+
+
+def test_a_sites_own_tag_is_a_set_of_that_name():
+    registry = dict(checks.registry())
+    site = Check(id="burn24", tool="x", steps=lambda p, h: [], judge=lambda ctx: [], order=95, sets=("soak",))
+    registry["burn24"] = site
+    assert sets.members("soak", registry) == ["burn24"]
+    assert sets.declared(registry)["soak"].purpose == "the checks tagged soak"
+    assert "burn24" not in sets.members("acceptance", registry)  # acceptance: the checks tagged deep or acceptance
+
+
+@pytest.mark.parametrize("name", ["quick", "deep", "acceptance"])
+def test_every_set_applies_to_every_profile(name):
+    for profile_name in ("h100-sxm5-80g-ndr", "rtx4090-pcie", "a100-pcie-40g-hdr"):
+        [node] = select.set_hosts(name, [host(profile=profile_name)])
+        references.validate(profiles.for_host(profile_name, node.vars, "n"))  # the set's params fit the schema
+        assert sets.time_per_node(name, checks.registry(), profile_name) > 0
+
+
+def test_the_job_runs_a_set_by_name_with_its_durations_schedule_and_record(tmp_path, monkeypatch):
+    """``burnin --check-set acceptance``: every check, gpu_stress at 30 minutes with its timeout, the full pair
+    schedule, and report.json's host record keeps the set's parameters (a re-evaluation judges the same way)."""
+    import json
+
+    from provision import cli, paths
+    from provision.commands import _job
+    from provision.engine import burnin as burnin_engine
+    from provision.results.model import CheckResult, Outcome
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
+    seen = {}
+
+    def engine(hosts, records, rundir, transport, only, control, record, **kw):
+        seen.update(hosts=hosts, only=only, schedule=kw["schedule_name"])
+        return [CheckResult("xid", (h.name,), Outcome.PASS, "ok") for h in hosts]
+
+    monkeypatch.setattr(burnin_engine, "run", engine)
+    inventory = paths.ROOT / "tests/data/inventories/homelab"
+    args = cli._parser().parse_args(["burnin", "-i", str(inventory), "--check-set", "acceptance", "--run-id", "acc",
+                                     "--history", str(tmp_path / "h.db"),
+                                     "--vault-password-file", str(inventory.parent / "homelab-vault-password.txt")])
+    assert _job.run(_job.JobOptions.from_args(args), progress=lambda line: None) == 0
+    assert seen["only"] == select.check_set("acceptance", seen["hosts"], None) and seen["schedule"] == "full"
+    [node] = seen["hosts"]
+    assert node.vars["provision_check_timeouts"]["gpu_stress"] == gpu_stress.ACCEPTANCE_TIMEOUT_S
+    profile = profiles.for_host(str(node.profile), node.vars, node.name)
+    assert gpu_stress.steps(profile, node)[0].argv[-1] == "1800"
+    kept = json.loads((tmp_path / "runs/acc/report.json").read_text())["hosts"][node.name]["vars"]
+    assert kept["provision_reference_overrides"]["gpu_stress"]["gflops"]["params"]["duration_s"] == 1800
+    assert kept["provision_check_timeouts"] == {"gpu_stress": gpu_stress.ACCEPTANCE_TIMEOUT_S}
