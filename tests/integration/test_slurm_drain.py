@@ -6,7 +6,9 @@ operator drains node03 by hand; node02 and node03 get a GPU that fell off the bu
 (the ``xid`` check: ``dmesg`` is part of the simulated hardware, so the rack needs no install) must
 drain exactly node02 with the failing check and finding as its reason, leave node03's reason as the
 operator wrote it, and say so. Run again unhealed, nothing is drained twice. Healed, with
-``--resume-passed``, node02 returns to service and node03 stays drained with the operator's reason.
+``--resume-passed``, node02 returns to service and node03 stays drained with the operator's reason. Between
+the two, the drain's circuit breaker: node01 failing too is not drained (three Slurm nodes: a budget of one,
+used by node02's drain within the window) until ``--drain-max 1`` names the count.
 Node states are read back from slurmctld with ``scontrol show node``.
 """
 import pytest
@@ -59,6 +61,18 @@ def test_drains_the_faulty_node_only_leaves_an_operators_drain_and_resumes_once_
     again, _ = burnin(inv, slurm, "slurm-2", "--resume-passed")  # still faulty: never drained twice
     assert "slurm: node02: already drained by this tool: burnin: xid" in again.stdout
     assert slurm.states()["node02"].reason == states["node02"].reason
+
+    # The breaker, on Slurm's own stamps: 3 nodes give a budget of 1 per 24 h, which node02's drain has used.
+    assert provision("sim", "fault", "node01", "xid79", "--device", "0", "--inventory", str(inv)).returncode == 0
+    held, _ = burnin(inv, slurm, "slurm-2b")
+    assert "slurm: breaker: stopped draining after 0 of 1 failing nodes: at most 1 per 24 h (10 % of 3 Slurm " \
+           "nodes), 1 of them already drained by this tool in that time; not drained: node01" in held.stdout
+    assert "slurm: not drained (breaker): node01: burnin: xid " in held.stdout
+    assert not slurm.states()["node01"].held()
+    named, _ = burnin(inv, slurm, "slurm-2c", "--drain-max", "1")  # the operator names the count
+    assert "slurm: drained 1: node01; resumed 0" in named.stdout
+    assert slurm.states()["node01"].reason.startswith(XID)
+    assert slurm.scontrol("update", "NodeName=node01", "State=RESUME").returncode == 0  # an operator's resume
 
     assert provision("sim", "heal", "all", "--inventory", str(inv)).returncode == 0
     healed, drained = burnin(inv, slurm, "slurm-3", "--resume-passed")
