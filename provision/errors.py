@@ -23,6 +23,9 @@ class ExitStatus(enum.IntEnum):
     NOT_WRITTEN: a result file could not be written (full disk, read-only file system, no
     permission); each such file is named in one line, and the file it would replace is kept.
     BUSY: some of the hosts are taken by another install or burn-in (provision/engine/hostlock.py).
+    UNCHECKED: ``provision plan`` found no error, but its tables do not cover part of the stack (a
+    release, a GPU architecture, a wheel's kernels), so it cannot say the stack works; each such part
+    is named on its own line, and ``--accept-unknown`` exits 0 instead (provision/plan/stack.py).
     INTERRUPTED, TERMINATED: stopped by SIGINT or SIGTERM (128 + the signal, as shells report
     it), after writing the results gathered so far.
     """
@@ -34,6 +37,7 @@ class ExitStatus(enum.IntEnum):
     MISSING_PROGRAM = 4
     NOT_WRITTEN = 5
     BUSY = 6
+    UNCHECKED = 7
     INTERRUPTED = 130
     TERMINATED = 143
 

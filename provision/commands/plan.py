@@ -12,15 +12,18 @@ from provision.errors import ExitStatus, ProvisionError
 
 def main(args: argparse.Namespace) -> int:
     return plan(args.inventory, arguments.limit(args.limit), arguments.vault(args), args.gpus, args.profile,
-                args.switch_radix, args.oversubscription, args.pue, args.node_power_W, out=say, err=warn)
+                args.switch_radix, args.oversubscription, args.pue, args.node_power_W, out=say, err=warn,
+                accept_unknown=args.accept_unknown)
 
 
 def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None, vault: inv.Vault = inv.Vault(),
          gpus: int | None = None, profile: str | None = None, radix: int = 64, oversubscription: str = "1:1",
-         pue: float | None = None, node_W: float | None = None, out=print, err=print) -> ExitStatus:
+         pue: float | None = None, node_W: float | None = None, out=print, err=print,
+         accept_unknown: bool = False) -> ExitStatus:
     """With ``gpus`` and ``profile``, the cluster sizing; else the plan of the inventory, touching no
     node. Exit 1 when it finds an error, 2 for bad input (a host the plan could not read is named on
-    ``err``, the others still planned)."""
+    ``err``, the others still planned), 7 (``UNCHECKED``) when the tables do not cover part of the stack
+    and ``accept_unknown`` is not given, else 0."""
     from provision.plan import planner
 
     if gpus is not None or profile is not None:
@@ -40,7 +43,21 @@ def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None,
         err(f"provision: error: {problem}")
     if problems:
         return ExitStatus.BAD_INPUT
-    return ExitStatus.NODE_FAILED if found.errors() else ExitStatus.OK
+    return _verdict(found, accept_unknown, out)
+
+
+def _verdict(found, accept_unknown: bool, out) -> ExitStatus:
+    """1 on an error; 7 (``UNCHECKED``) when something is unknown and not accepted; else 0."""
+    if found.errors():
+        return ExitStatus.NODE_FAILED
+    unknowns = found.unknowns()
+    if unknowns and accept_unknown:
+        out(f"plan: {len(unknowns)} unknown accepted (--accept-unknown): exit 0, the unknown lines stay unchecked")
+    elif unknowns:
+        out(f"plan: {len(unknowns)} unknown: exit {int(ExitStatus.UNCHECKED)}; extend provision/plan/data/ with a "
+            "sourced row, change the pins, or pass --accept-unknown to go ahead unchecked")
+        return ExitStatus.UNCHECKED
+    return ExitStatus.OK
 
 
 def _sizing(gpus: int | None, profile: str | None, radix: int, oversubscription: str, pue: float | None,

@@ -9,18 +9,21 @@
 - ``sizing``: nodes, HCAs, switches, cables, power and a burn-in time budget for N GPUs.
 
 Every finding is a ``Finding`` (severity, subject, text, source); an error means the stack or
-design cannot work and makes ``provision plan`` exit 1 and ``provision run`` refuse to start.
+design cannot work and makes ``provision plan`` exit 1 and ``provision run`` refuse to start; an
+unknown means the tables do not cover something (a release, a GPU architecture, a wheel's
+kernels), so the plan cannot say the stack works: ``provision plan`` exits 7 (``ExitStatus.UNCHECKED``)
+unless ``--accept-unknown``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-ERROR, WARNING, INFO = "error", "warning", "info"
+ERROR, UNKNOWN, WARNING, INFO = "error", "unknown", "warning", "info"
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One finding: ``severity`` ERROR | WARNING | INFO, ``subject`` what it is about ("cuda 11.8.0",
+    """One finding: ``severity`` ERROR | UNKNOWN | WARNING | INFO, ``subject`` what it is about ("cuda 11.8.0",
     "env tf: tensorflow-gpu 2.4.0"), ``text`` the reason with its figures, ``source`` a URL or a
     repository path the rule or figure comes from."""
 

@@ -113,12 +113,19 @@ def kernels(archs: list[str], compute_capability: str) -> tuple[str, str | None]
     most the GPU's: CUDA binary compatibility), ("ptx", "compute_80") when only PTX at or below it
     can be JIT-compiled by the driver, ("none", None) otherwise. CUDA C++ Programming Guide,
     "Binary Compatibility" and "PTX Compatibility"
-    (https://docs.nvidia.com/cuda/cuda-c-programming-guide/#binary-compatibility)."""
+    (https://docs.nvidia.com/cuda/cuda-c-programming-guide/#binary-compatibility).
+
+    ``archs`` are written as the frameworks' build settings write them: ``sm_XY`` a cubin only,
+    ``compute_XY`` a cubin *and* PTX of XY (TensorFlow's configure.py: '"compute_xy" to include both
+    virtual and binary GPU code, or as "sm_xy" to only include the binary code',
+    https://github.com/tensorflow/tensorflow/blob/master/configure.py; JAX's .bazelrc: '"compute" means
+    we emit both cubin and PTX', https://github.com/jax-ml/jax/blob/jax-v0.5.3/.bazelrc). PyTorch's
+    rows list the cubins cuobjdump found (sm_XY only)."""
     gpu = ver(compute_capability)
-    sass = sorted((_cc(a), a) for a in archs if a.startswith("sm_"))
+    sass = sorted((_cc(a), a) for a in archs if a.startswith(("sm_", "compute_")))
     fit = [a for cc, a in sass if cc[:1] == gpu[:1] and cc <= gpu]
     if fit:
-        return "sass", fit[-1]
+        return "sass", "sm_" + fit[-1].split("_", 1)[1]
     ptx = sorted((_cc(a), a) for a in archs if a.startswith("compute_"))
     jit = [a for cc, a in ptx if cc <= gpu]
     return ("ptx", jit[-1]) if jit else ("none", None)

@@ -1,11 +1,12 @@
 """``provision plan -i INV``: every GPU node's stack and hardware, grouped where they are the same.
 
 ``plan(inventory, vault, limit)`` reads the stack the roles will install (``manifest``), checks each
-distinct stack (``stack.check``) and proposes the nearest consistent one when it has an error
-(``stack.nearest``); checks each distinct hardware profile with its site facts (``hardware``);
-and warns where an inventory sets a stack variable that the playbook's own group_vars/all.yml
-outranks (inventory group_vars/all is below playbook group_vars/all in Ansible's precedence, so
-the roles would install the other value).
+distinct stack (``stack.check``) and proposes the nearest consistent one when it has an error, or the
+nearest one the tables check fully when it has only unknowns (``stack.nearest``: the proposal is
+checked again before it is printed, and what that check leaves is printed with it); checks each
+distinct hardware profile with its site facts (``hardware``); and warns where an inventory sets a
+stack variable that the playbook's own group_vars/all.yml outranks (inventory group_vars/all is below
+playbook group_vars/all in Ansible's precedence, so the roles would install the other value).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from provision import inventory as inv
 from provision import profiles
 from provision.errors import ProfileError
 from provision.inventory import Problem
-from provision.plan import ERROR, WARNING, Finding, hardware, manifest
-from provision.plan.stack import Proposal, Stack, check, nearest
+from provision.plan import ERROR, UNKNOWN, WARNING, Finding, hardware, manifest
+from provision.plan.stack import Proposal, Stack, check, nearest, wheel_kernels
 
 PRECEDENCE_SOURCE = "https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_variables.html"
 OUTRANKED = ("nvidia_driver_version", "cuda_toolkit_version", "cudnn_version", "nccl_version", "nccl_cuda_version")
@@ -53,6 +54,10 @@ class Plan:
     def errors(self) -> list[Finding]:
         return [f for f in self.findings() if f.severity == ERROR]
 
+    def unknowns(self) -> list[Finding]:
+        """What the tables do not cover: the plan cannot say it works (``provision plan`` exits 7)."""
+        return [f for f in self.findings() if f.severity == UNKNOWN]
+
 
 def plan(inventory: inv.Inventory, vault: inv.Vault = inv.Vault(), limit: list[str] | None = None) -> Plan:
     """The plan of ``inventory``'s GPU nodes. Raises InventoryError when the inventory cannot be read."""
@@ -65,11 +70,21 @@ def plan(inventory: inv.Inventory, vault: inv.Vault = inv.Vault(), limit: list[s
             grouped[s].append(host)
     for s, hosts in grouped.items():
         findings = check(s)
-        proposal = nearest(s) if any(f.severity == ERROR for f in findings) else None
-        result.stacks.append(StackPlan(s, hosts, findings, proposal))
+        result.stacks.append(StackPlan(s, hosts, findings, _proposal(s, findings)))
     result.hardware = _hardware(inventory, result.problems)
     result.inventory = _outranked(inventory, per_host)
     return result
+
+
+def _proposal(s: Stack, findings: list[Finding]) -> Proposal | None:
+    """The nearest stack without errors when ``s`` has one; when ``s`` has only unknowns, the nearest
+    that the tables check fully, if there is one (else nothing: the unknowns speak for themselves)."""
+    if any(f.severity == ERROR for f in findings):
+        return nearest(s)
+    if any(f.severity == UNKNOWN for f in findings):
+        found = nearest(s)
+        return found if found is not None and found.changes and not found.unknowns else None
+    return None
 
 
 def _hardware(inventory: inv.Inventory, problems: list[Problem]) -> list[HardwarePlan]:
@@ -134,10 +149,9 @@ def render(p: Plan) -> list[str]:
     for sp in p.stacks:
         lines.append(f"stack for {sp.stack.target} on {sp.stack.gpu} ({_hosts(sp.hosts)}): {describe(sp.stack)}")
         lines += [f"  {f.line()}" for f in sp.findings] or ["  ok: every rule holds"]
+        lines += [f"  kernels: {line}" for line in wheel_kernels(sp.stack)]
         if sp.proposal is not None:
-            lines.append("  nearest consistent stack (set these variables):")
-            lines += [f"    {var}: {now} -> {then}{_full(var, then)}" for var, now, then in sp.proposal.changes]
-            lines += [f"    it keeps: {f.line()}" for f in sp.proposal.warnings]
+            lines += _proposal_lines(sp)
         elif any(f.severity == ERROR for f in sp.findings):
             lines.append("  no consistent stack within the compatibility tables")
     for hp in p.hardware:
@@ -146,7 +160,30 @@ def render(p: Plan) -> list[str]:
     if p.inventory:
         lines.append("inventory:")
         lines += [f"  {f.line()}" for f in p.inventory]
-    errors, warnings = len(p.errors()), sum(f.severity == WARNING for f in p.findings())
-    verdict = "the stack or the design cannot work" if errors else "consistent"
-    lines.append(f"plan: {errors} errors, {warnings} warnings: {verdict}")
+    errors, warnings, unknowns = len(p.errors()), sum(f.severity == WARNING for f in p.findings()), len(p.unknowns())
+    if errors:
+        verdict = "the stack or the design cannot work"
+    elif unknowns:
+        verdict = "not known to work: the tables do not cover what the unknown lines name"
+    else:
+        verdict = "consistent"
+    counts = f"{errors} errors, {warnings} warnings" + (f", {unknowns} unknown" if unknowns else "")
+    lines.append(f"plan: {counts}: {verdict}")
+    return lines
+
+
+def _proposal_lines(sp: StackPlan) -> list[str]:
+    """The proposal's variables, then what its own check (run again on the whole proposed stack) leaves."""
+    proposal = sp.proposal
+    assert proposal is not None
+    if any(f.severity == ERROR for f in sp.findings):
+        head = "nearest consistent stack" if not proposal.unknowns else "nearest stack without a known error"
+    else:
+        head = "nearest stack the tables check fully"
+    lines = [f"  {head} (set these variables):"]
+    lines += [f"    {var}: {now} -> {then}{_full(var, then)}" for var, now, then in proposal.changes]
+    lines.append(f"    planned again with these: 0 errors, {len(proposal.warnings)} warnings, "
+                 f"{len(proposal.unknowns)} unknown")
+    lines += [f"    it keeps: {f.line()}" for f in (*proposal.unknowns, *proposal.warnings)]
+    lines += [f"    kernels: {line}" for line in wheel_kernels(proposal.stack)]
     return lines

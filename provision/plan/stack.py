@@ -18,6 +18,10 @@ Rules, each with the source its finding cites:
   release published it; PyTorch and JAX: Python range, the wheel's CUDA variant and the driver it
   needs (their wheels bundle the CUDA libraries); every framework: kernels for the GPU's
   architecture (cubins of its major at or below it), else PTX JIT (a warning), else none (an error).
+
+What the tables do not cover is an UNKNOWN finding, never a silent pass: a GPU architecture, a
+toolkit, cuDNN or NCCL release, a framework release or a wheel whose architectures are not in the
+tables, an unpinned framework, a Python the inventory does not fix. Each names what was not checked.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from provision.plan import ERROR, INFO, WARNING, Finding
+from provision.plan import ERROR, INFO, UNKNOWN, WARNING, Finding
 from provision.plan.compat import (arch, cudnn_builds, cudnn_releases, distro_python, kernels, minor,
                                    minor_compat, nccl_build, rows, toolkit, toolkits, ver)
 
@@ -109,14 +113,15 @@ def _system(s: Stack) -> list[Finding]:
     out: list[Finding] = []
     a = arch(s.compute_capability)
     if a is None:
-        out.append(Finding(WARNING, f"gpu {s.gpu}", f"compute capability {s.compute_capability} is not in the table",
+        out.append(Finding(UNKNOWN, f"gpu {s.gpu}", f"compute capability {s.compute_capability} is not in the table: "
+                           "the first CUDA toolkit that builds for it is not checked",
                            "provision/plan/data/gpu_arch.yaml"))
     elif ver(s.cuda) < ver(a["cuda_min"]):
         out.append(Finding(ERROR, f"cuda {s.cuda}", f"cannot build for {a['arch']} (sm_{_sm(s.compute_capability)}, "
                            f"the {s.gpu}): that needs CUDA {a['cuda_min']} or newer", a["source"]))
     t = toolkit(s.cuda)
     if t is None:
-        out.append(Finding(WARNING, f"cuda {s.cuda}", "not in the release notes' table: its driver is not checked",
+        out.append(Finding(UNKNOWN, f"cuda {s.cuda}", "not in the release notes' table: its driver is not checked",
                            "provision/plan/data/cuda_driver.yaml"))
     elif ver(s.driver) < ver(t["driver_min"]):
         compat = minor_compat(str(ver(s.cuda)[0]))
@@ -131,7 +136,7 @@ def _system(s: Stack) -> list[Finding]:
     out += _nccl(s)
     python = s.python
     if python is None:
-        out.append(Finding(WARNING, f"python {s.interpreter}", "its version depends on the node's OS, which the "
+        out.append(Finding(UNKNOWN, f"python {s.interpreter}", "its version depends on the node's OS, which the "
                            "inventory does not say (set provision_os): framework Python ranges are not checked",
                            "provision/plan/data/python.yaml"))
     elif s.target and INTERPRETER.search(s.interpreter):
@@ -146,7 +151,7 @@ def _system(s: Stack) -> list[Finding]:
 def _cudnn(s: Stack) -> list[Finding]:
     builds = cudnn_builds(s.cudnn)
     if not builds:
-        return [Finding(WARNING, f"cudnn {s.cudnn}", "not in the support matrix table: not checked",
+        return [Finding(UNKNOWN, f"cudnn {s.cudnn}", "not in the support matrix table: its CUDA builds are not checked",
                         "provision/plan/data/cudnn.yaml")]
     major = ver(s.cuda)[:1]
     mine = [b for b in builds if ver(b["cuda_min"])[:1] == major]
@@ -167,7 +172,8 @@ def _cudnn(s: Stack) -> list[Finding]:
 def _nccl(s: Stack) -> list[Finding]:
     build = nccl_build(s.nccl)
     if build is None:
-        return [Finding(WARNING, f"nccl {s.nccl}", "not in the table of NVIDIA's builds: not checked",
+        return [Finding(UNKNOWN, f"nccl {s.nccl}", "not in the table of NVIDIA's builds: its CUDA builds are not "
+                        "checked",
                         "provision/plan/data/nccl.yaml")]
     cudas = [str(c) for c in build["cuda"]]
     if minor(s.nccl_cuda) not in cudas:
@@ -188,13 +194,24 @@ def _framework(s: Stack, env: Env, p: Package) -> list[Finding]:
         return []
     subject = f"env {env.name}: {p.spec}"
     if not p.version:
-        return [Finding(WARNING, subject, "not pinned with ==: the plan cannot check it, and pip picks whatever is "
-                        "newest on the day", "https://pip.pypa.io/en/stable/topics/repeatable-installs/")]
+        return [Finding(UNKNOWN, subject, "not pinned with ==: the plan cannot check its Python range, CUDA or "
+                        "kernels, and pip picks whatever is newest on the day",
+                        "https://pip.pypa.io/en/stable/topics/repeatable-installs/")]
     row = release(kind, p.version)
     if row is None:
-        return [Finding(WARNING, subject, f"release not in the {kind} table: not checked",
-                        f"provision/plan/data/{kind}.yaml")]
+        return [Finding(UNKNOWN, subject, f"release not in the {kind} table ({_span(kind)}): its Python range, CUDA "
+                        f"and kernels for the {s.gpu} are not checked", f"provision/plan/data/{kind}.yaml")]
     return {"tensorflow": _tensorflow, "pytorch": _pytorch, "jax": _jax}[kind](s, subject, p, row)
+
+
+def _span(kind: str) -> str:
+    """The releases a framework's table holds, "1.12-2.8"."""
+    if kind == "jax":
+        versions = [str(v) for r in rows("jax", "releases") for v in (r["version_min"], r["version_max"])]
+    else:
+        versions = [minor(r["version"]) for r in rows(kind, "releases")]
+    ordered = sorted(versions, key=ver)
+    return f"{ordered[0]}-{ordered[-1]}" if ordered else "empty"
 
 
 def release(kind: str, version: str) -> dict | None:
@@ -250,12 +267,53 @@ def _tensorflow(s: Stack, subject: str, p: Package, row: dict) -> list[Finding]:
                                row["source"]))
     else:
         out += _driver_for(s, subject, name, str(row["cuda"]))
-    if row.get("archs"):
-        out += _arch(s, subject, name, row["archs"], row.get("archs_source", row["source"]))
+    wheel = _wheel("tensorflow", p, row)
+    return out + (_arch(s, subject, name, *wheel) if wheel else [_archs_unknown(s, subject, name, "tensorflow")])
+
+
+def _wheel(kind: str, p: Package, row: dict) -> tuple[list[str], str] | None:
+    """The architectures (and their source) of the wheel ``p`` installs, where the tables hold them."""
+    if kind == "tensorflow":
+        return (list(row["archs"]), str(row.get("archs_source", row["source"]))) if row.get("archs") else None
+    if kind == "pytorch":
+        variant = _variant(p, row)
+        found = next((v for v in rows("pytorch", "variants") if minor(v["version"]) == minor(p.version)
+                      and str(v["cuda"]) == variant), None)
     else:
-        out.append(Finding(INFO, subject, f"{name}'s GPU architectures are not in the table: kernels for the "
-                           f"{s.gpu} are not checked", "provision/plan/data/tensorflow.yaml"))
+        found = next((b for b in rows("jax", "archs")
+                      if ver(b["version_min"]) <= ver(p.version)[:3] <= ver(b["version_max"])), None)
+    return (list(found["archs"]), str(found["source"])) if found else None
+
+
+def _variant(p: Package, row: dict) -> str:
+    """The CUDA variant of a PyTorch pin: its +cuXY label, else the plain PyPI wheel's."""
+    label = re.search(r"\+cu(\d+)(\d)$", p.version)
+    return f"{label.group(1)}.{label.group(2)}" if label else str(row["pypi_default_cuda"])
+
+
+def wheel_kernels(s: Stack) -> list[str]:
+    """For each framework pin whose wheel architectures the tables hold, which of its kernels the GPU runs
+    (the rule ``_arch`` judges), so that the plan shows what it checked, not only what failed."""
+    out = []
+    for env in s.envs:
+        for p in env.packages:
+            kind = FRAMEWORKS.get(p.name)
+            row = release(kind, p.version) if kind and p.version else None
+            wheel = _wheel(str(kind), p, row) if row and (kind != "jax" or
+                                                             any(e.startswith("cuda") for e in p.extras)) else None
+            if wheel is None:
+                continue
+            how, which = kernels(wheel[0], s.compute_capability)
+            gpu = f"sm_{_sm(s.compute_capability)}"
+            out.append(f"env {env.name}: {p.spec}: " + {"sass": f"its {which} cubins run on the {gpu} GPU",
+                                                          "ptx": f"PTX {which} JIT-compiled for the {gpu} GPU",
+                                                          "none": f"no kernel for the {gpu} GPU"}[how])
     return out
+
+
+def _archs_unknown(s: Stack, subject: str, name: str, kind: str) -> Finding:
+    return Finding(UNKNOWN, subject, f"{name}'s wheel architectures are not in the table: its kernels for the "
+                   f"{s.gpu} (sm_{_sm(s.compute_capability)}) are not checked", f"provision/plan/data/{kind}.yaml")
 
 
 def _tensorflow_for_cuda(s: Stack, subject: str) -> list[Finding]:
@@ -276,18 +334,15 @@ def _tensorflow_for_cuda(s: Stack, subject: str) -> list[Finding]:
 
 def _pytorch(s: Stack, subject: str, p: Package, row: dict) -> list[Finding]:
     name = f"PyTorch {minor(p.version)}"
-    label = re.search(r"\+cu(\d+)(\d)$", p.version)
-    variant = f"{label.group(1)}.{label.group(2)}" if label else str(row["pypi_default_cuda"])
+    variant = _variant(p, row)
     out = _python_range(s, subject, name, row)
     if variant not in [str(c) for c in row["cuda"]]:
         return out + [Finding(ERROR, subject, f"{name} is built for CUDA {', '.join(map(str, row['cuda']))}, not "
                               f"{variant}", row["source"])]
-    out += _driver_for(s, subject, f"{name}+cu{variant.replace('.', '')}", variant)
-    wheel = next((v for v in rows("pytorch", "variants") if minor(v["version"]) == minor(p.version)
-                  and str(v["cuda"]) == variant), None)
-    if wheel is not None:
-        out += _arch(s, subject, f"{name}+cu{variant.replace('.', '')}", wheel["archs"], wheel["source"])
-    return out
+    label = f"{name}+cu{variant.replace('.', '')}"
+    out += _driver_for(s, subject, label, variant)
+    wheel = _wheel("pytorch", p, row)
+    return out + (_arch(s, subject, label, *wheel) if wheel else [_archs_unknown(s, subject, label, "pytorch")])
 
 
 def _jax(s: Stack, subject: str, p: Package, row: dict) -> list[Finding]:
@@ -296,7 +351,9 @@ def _jax(s: Stack, subject: str, p: Package, row: dict) -> list[Finding]:
     if not any(e.startswith("cuda") for e in p.extras):
         return out + [Finding(INFO, subject, f"{name} without a cuda extra installs the CPU build only",
                               row["source"])]
-    return out + _driver_for(s, subject, name, str(row["cuda_min"]))
+    out += _driver_for(s, subject, name, str(row["cuda_min"]))
+    wheel = _wheel("jax", p, row)
+    return out + (_arch(s, subject, name, *wheel) if wheel else [_archs_unknown(s, subject, name, "jax")])
 
 
 def _driver_for(s: Stack, subject: str, name: str, cuda: str) -> list[Finding]:
@@ -314,19 +371,29 @@ def _sm(cc: str) -> str:
 
 # --- the nearest consistent stack --------------------------------------------------------------------------------
 
+# What one finding left in a proposal costs, against 1 + 0.1 per release stepped over for each component it
+# changes: a warning 0.5 (a stack that works, less well); an unknown 3, more than changing one component by
+# some releases, so a stack the tables check fully is proposed over one they cannot when it is that close.
+WARNING_COST, UNKNOWN_COST = 0.5, 3.0
+
+
 @dataclass(frozen=True)
 class Proposal:
-    """``stack`` the proposed one; ``changes`` [(variable, now, proposed)]; ``warnings`` it keeps."""
+    """``stack`` the proposed one; ``changes`` [(variable, now, proposed)]; ``warnings`` and ``unknowns``
+    what the proposal's own check (``check(stack)``, the same rules as the stack's) leaves in it."""
 
     stack: Stack
     changes: tuple[tuple[str, str, str], ...]
     warnings: tuple[Finding, ...]
+    unknowns: tuple[Finding, ...] = ()
 
 
 def nearest(s: Stack) -> Proposal | None:
     """The stack without errors that changes the fewest components by the smallest steps (each changed
-    component costs 1 plus 0.1 per release stepped over; each warning left 0.5), or None when the
-    tables hold none. Only the driver, toolkit, cuDNN, NCCL build, interpreter and framework pins move."""
+    component costs 1 plus 0.1 per release stepped over; each warning left ``WARNING_COST``, each unknown
+    ``UNKNOWN_COST``), or None when the tables hold none. Only the driver, toolkit, cuDNN, NCCL build,
+    interpreter and framework pins move. The proposal is checked again as a whole (``check``) and carries
+    what that check leaves: a proposal is never printed on the strength of its parts' checks alone."""
     best: tuple[float, Stack] | None = None
     a = arch(s.compute_capability)
     cudas = [c for c in dict.fromkeys([s.cuda, *toolkits()]) if a is None or ver(c) >= ver(a["cuda_min"])]
@@ -338,13 +405,16 @@ def nearest(s: Stack) -> Proposal | None:
         findings = check(candidate)
         if any(f.severity == ERROR for f in findings):
             continue
-        cost = _cost(s, candidate) + 0.5 * sum(f.severity == WARNING for f in findings)
+        cost = (_cost(s, candidate) + WARNING_COST * sum(f.severity == WARNING for f in findings)
+                + UNKNOWN_COST * sum(f.severity == UNKNOWN for f in findings))
         if best is None or cost < best[0]:
             best = (cost, candidate)
     if best is None:
         return None
     chosen = best[1]
-    return Proposal(chosen, tuple(_changes(s, chosen)), tuple(f for f in check(chosen) if f.severity == WARNING))
+    again = check(chosen)
+    return Proposal(chosen, tuple(_changes(s, chosen)), tuple(f for f in again if f.severity == WARNING),
+                    tuple(f for f in again if f.severity == UNKNOWN))
 
 
 def _fit(s: Stack, cuda: str, python: str) -> Stack | None:
@@ -385,8 +455,10 @@ def _fit(s: Stack, cuda: str, python: str) -> Stack | None:
 
 
 def _nearest_release(trial: Stack, kind: str, p: Package) -> Package | None:
-    """The release of framework ``kind`` nearest ``p``'s whose own findings on ``trial`` hold no error
-    (TensorFlow's tested cuDNN is set afterwards, so it is assumed here)."""
+    """The release of framework ``kind`` nearest ``p``'s whose own findings on ``trial`` hold no error and
+    no unknown, else the nearest without an error (TensorFlow's tested cuDNN is set afterwards, so it is
+    assumed here)."""
+    fallback = None
     if kind == "jax":
         versions = [str(r["version_max"]) for r in rows("jax", "releases")]
     else:
@@ -394,31 +466,37 @@ def _nearest_release(trial: Stack, kind: str, p: Package) -> Package | None:
     versions = sorted(dict.fromkeys([p.version, *versions]), key=ver)
     here = versions.index(p.version)
     for step in sorted(range(len(versions)), key=lambda i: (abs(i - here), -i)):
-        version = versions[step]
-        row = release(kind, version)
+        row = release(kind, versions[step])
         if row is None:
             continue
-        name = p.name
-        if kind == "tensorflow" and name not in [normalize(n) for n in row["packages"]]:
-            name = normalize(row["packages"][0])
-        moved = p if version == p.version and name == p.name else p.pin(name, _release_pin(kind, version, p))
-        probe = trial
-        if kind == "tensorflow":
-            probe = dataclasses.replace(trial, cudnn=str(row["cudnn"]))
-        found = _framework(probe, Env("probe", (moved,)), moved)
-        if not any(f.severity == ERROR for f in found):
-            return moved
-    return None
+        for moved in _pins(kind, versions[step], p, row):
+            probe = dataclasses.replace(trial, cudnn=str(row["cudnn"])) if kind == "tensorflow" else trial
+            found = _framework(probe, Env("probe", (moved,)), moved)
+            if any(f.severity == ERROR for f in found):
+                continue
+            if not any(f.severity == UNKNOWN for f in found):
+                return moved
+            fallback = fallback or moved
+    return fallback
 
 
-def _release_pin(kind: str, version: str, p: Package) -> str:
-    """The version to pin for a table release: TensorFlow rows name X.Y.0; PyTorch rows X.Y (-> X.Y.0, with
-    the site's +cuXY label kept)."""
-    if kind == "pytorch":
-        label = re.search(r"\+cu\d+$", p.version)
-        base = version if len(ver(version)) >= 3 else f"{version}.0"
-        return base + (label.group(0) if label else "")
-    return version
+def _pins(kind: str, version: str, p: Package, row: dict) -> list[Package]:
+    """The pins of table release ``version`` to try for ``p``: TensorFlow rows name X.Y.0 (under the name its
+    GPU build was published as); PyTorch rows X.Y (-> X.Y.0): with the site's +cuXY label kept, then, when it
+    had one, each CUDA variant of the release, newest first."""
+    name = p.name
+    if kind == "tensorflow" and name not in [normalize(n) for n in row["packages"]]:
+        name = normalize(row["packages"][0])
+    if version == p.version and name == p.name:
+        return [p]
+    if kind != "pytorch":
+        return [p.pin(name, version)]
+    base = version if len(ver(version)) >= 3 else f"{version}.0"
+    label = re.search(r"\+cu\d+$", p.version)
+    if not label:
+        return [p.pin(name, base)]
+    variants = sorted((str(c) for c in row["cuda"]), key=ver, reverse=True)
+    return [p.pin(name, base + label.group(0))] + [p.pin(name, f"{base}+cu{c.replace('.', '')}") for c in variants]
 
 
 def _cudnn_for(cudnn: str, cuda: str, need: str | None) -> str | None:

@@ -18,11 +18,15 @@ def test_the_seed_inventory_is_rejected_with_the_nearest_consistent_stack():
     assert "stack for ubuntu2204 on NVIDIA GeForce RTX 4090 (ws01, ws02): driver 550.127.05, CUDA 11.8.0" in out
     assert "TensorFlow 2.4 was built and tested against CUDA 11.0 and cuDNN 8.0, not 11.8 and 8.9" in out
     assert "the TensorFlow releases tested with CUDA 11.8 (2.12, 2.13, 2.14) need Python 3.8 or newer" in out
-    assert "TensorFlow 2.4's binaries hold no kernels for the NVIDIA GeForce RTX 4090's Ada (sm_89)" in out
+    # TensorFlow 2.4's compute_80 holds an sm_80 cubin, which runs on Ada (8.9): no PTX-JIT warning any more (issue 23)
+    assert "kernels: env tf: tensorflow-gpu==2.4.0: its sm_80 cubins run on the sm_89 GPU" in out
     assert "nearest consistent stack (set these variables):" in out
     assert "framework_venv_envs[tf]: tensorflow-gpu==2.4.0 -> tensorflow==2.12.0" in out
     assert "framework_venv_python: python3.7 -> python3" in out
-    assert out.rstrip().endswith("plan: 2 errors, 2 warnings: the stack or the design cannot work")
+    # the proposal is planned again, its kernels for Ada checked (issue 23: they were "not checked")
+    assert "    planned again with these: 0 errors, 0 warnings, 0 unknown" in out
+    assert "    kernels: env tf: tensorflow==2.12.0: its sm_80 cubins run on the sm_89 GPU" in out
+    assert out.rstrip().endswith("plan: 2 errors, 1 warnings: the stack or the design cannot work")
 
 
 def test_a_consistent_inventory_passes_and_names_an_outranked_pin():
@@ -118,3 +122,34 @@ def test_a_templated_os_target_is_templated(tmp_path):
 def test_a_list_as_os_target_is_named_not_a_crash(tmp_path):
     proc = plan_seed_with_os(tmp_path, "[ubuntu2204]")
     assert proc.returncode == 2 and "field 'provision_os' must be one of" in proc.stderr
+
+
+def consistent_with(tmp_path, pin):
+    """A copy of the consistent inventory (H100s) on Ubuntu 22.04 (Python 3.10) whose env pins ``pin``."""
+    shutil.copytree(DATA / "consistent", tmp_path / "inv")
+    hosts = tmp_path / "inv" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("torch==2.4.1", pin).replace("provision_os: debian12",
+                                                                            "provision_os: ubuntu2204"))
+    return tmp_path / "inv"
+
+
+def test_torch_1_12_on_h100_is_rejected_for_its_missing_sm_90_kernels(tmp_path):
+    # issue 23: this passed with exit 0 ("consistent"); the tables now hold 1.12's wheels (cubins up to sm_75)
+    proc = provision("plan", "-i", str(consistent_with(tmp_path, "torch==1.12.1")))
+    assert proc.returncode == 1, proc.stdout
+    assert ("error   env pytorch: torch==1.12.1: PyTorch 1.12+cu102's binaries hold neither kernels nor PTX for the "
+            "NVIDIA H100 80GB HBM3's Hopper (sm_90)") in proc.stdout
+    assert "framework_venv_envs[pytorch]: torch==1.12.1 -> torch==2.1.0" in proc.stdout
+
+
+def test_a_stack_outside_the_tables_is_unknown_exit_7_unless_accepted(tmp_path):
+    inventory = str(consistent_with(tmp_path, "torch==1.11.0"))
+    proc = provision("plan", "-i", inventory)
+    assert proc.returncode == 7, proc.stdout + proc.stderr
+    assert ("unknown env pytorch: torch==1.11.0: release not in the pytorch table (1.12-2.8): its Python range, CUDA "
+            "and kernels for the NVIDIA H100 80GB HBM3 are not checked") in proc.stdout
+    assert "plan: 0 errors, 1 warnings, 1 unknown: not known to work" in proc.stdout
+    assert "nearest stack the tables check fully (set these variables):" in proc.stdout
+    accepted = provision("plan", "-i", inventory, "--accept-unknown")
+    assert accepted.returncode == 0, accepted.stdout
+    assert "plan: 1 unknown accepted (--accept-unknown)" in accepted.stdout

@@ -3,7 +3,7 @@ TensorFlow-GPU 2.4.0), a consistent stack, and the rules one at a time, each aga
 provision/plan/data (rows with their sources)."""
 import dataclasses
 
-from provision.plan import ERROR, WARNING, stack
+from provision.plan import ERROR, UNKNOWN, WARNING, stack
 from provision.plan.stack import Env, Package, Stack
 
 SEED = Stack(target="ubuntu2204", gpu="NVIDIA GeForce RTX 4090", compute_capability="8.9", driver="550.127.05",
@@ -25,8 +25,10 @@ def test_the_seed_stack_is_rejected_naming_each_conflict():
             "not 11.8 and 8.9") in "\n".join(errors)
     assert any("the TensorFlow releases tested with CUDA 11.8 (" in e and "need Python 3.8 or newer" in e
                and "not 3.7" in e for e in errors)
-    assert any("TensorFlow 2.4's binaries hold no kernels for the NVIDIA GeForce RTX 4090's Ada (sm_89): they rest "
-               "on PTX JIT from compute_80" in w for w in warnings)
+    # TensorFlow 2.4's compute_80 is a cubin and PTX of 8.0 (configure.py's "compute_xy": both), and an sm_80 cubin
+    # runs on 8.9 by binary compatibility: native kernels, not PTX JIT (issue 23 corrected this verdict).
+    assert not any("TensorFlow 2.4's binaries" in f.text for f in findings)
+    assert stack.wheel_kernels(SEED) == ["env tf: tensorflow-gpu==2.4.0: its sm_80 cubins run on the sm_89 GPU"]
     assert any(w.startswith("python python3.7: ubuntu2204's python3 is 3.10") for w in warnings)
     assert all(f.source for f in findings)
 
@@ -82,9 +84,10 @@ def test_pytorch_wheels_bring_their_own_cuda_but_need_the_python_and_driver():
     assert texts(stack.check(cu118), ERROR) == []
 
 
-def test_an_unpinned_framework_is_a_warning_not_a_pass():
+def test_an_unpinned_framework_is_unknown_not_a_pass():
+    # issue 23: what the plan cannot check is "unknown" (exit 7), no longer a warning that exits 0
     loose = dataclasses.replace(CONSISTENT, envs=(Env("pt", (Package.parse("torch>=2.0"),)),))
-    assert any("not pinned with ==" in w for w in texts(stack.check(loose), WARNING))
+    assert any("not pinned with ==" in u for u in texts(stack.check(loose), UNKNOWN))
 
 
 def test_tensorflow_gpu_after_2_11_is_not_a_gpu_build():
@@ -92,3 +95,62 @@ def test_tensorflow_gpu_after_2_11_is_not_a_gpu_build():
                                envs=(Env("tf", (Package.parse("tensorflow-gpu==2.12.0"),)),),
                                cudnn="8.6.0.163")
     assert any("published as tensorflow" in e for e in texts(stack.check(stub), ERROR))
+
+
+H100_PY310 = dataclasses.replace(CONSISTENT, target="ubuntu2204", interpreter="python3")  # Python 3.10
+
+
+def test_torch_1_12_on_an_h100_is_a_known_incompatibility_no_sm_90_kernels():
+    # issue 23: torch==1.12.1 passed on an H100. Its wheels (PyPI's cu102, and cu113 / cu116) hold cubins up to sm_75
+    # / sm_86 and no PTX: neither kernels nor PTX for Hopper, an error, with the arch list's source.
+    for pin, built in (("torch==1.12.1", "sm_35, sm_37, sm_50, sm_60, sm_61, sm_70, sm_75"),
+                       ("torch==1.12.1+cu116", "sm_37, sm_50, sm_60, sm_61, sm_70, sm_75, sm_80, sm_86")):
+        s = dataclasses.replace(H100_PY310, envs=(Env("pt", (Package.parse(pin),)),))
+        findings = stack.check(s)
+        errors = [f for f in findings if f.severity == ERROR]
+        assert [f.text for f in errors] == [f"PyTorch 1.12+cu1{'02' if pin.endswith('1') else '16'}'s binaries hold "
+                                            "neither kernels nor PTX for the NVIDIA H100 80GB HBM3's Hopper (sm_90) "
+                                            f"(built for {built})"]
+        assert "moi90/pytorch_compute_capabilities" in errors[0].source
+        assert not [f for f in findings if f.severity == UNKNOWN]
+        proposal = stack.nearest(s)
+        assert proposal is not None and not proposal.unknowns
+        assert stack.wheel_kernels(proposal.stack)[0].endswith("its sm_90 cubins run on the sm_90 GPU")
+
+
+def test_a_release_outside_the_tables_is_unknown_naming_what_was_not_checked():
+    s = dataclasses.replace(H100_PY310, envs=(Env("pt", (Package.parse("torch==1.11.0"),)),))
+    findings = stack.check(s)
+    assert texts(findings, ERROR) == [] and texts(findings, WARNING) == []
+    assert texts(findings, UNKNOWN) == ["env pt: torch==1.11.0: release not in the pytorch table (1.12-2.8): its "
+                                        "Python range, CUDA and kernels for the NVIDIA H100 80GB HBM3 are not checked"]
+
+
+def test_every_framework_with_a_pinned_gpu_wheel_has_its_architectures_checked():
+    # a wheel whose architectures the tables do not hold is unknown (PyTorch 2.6+: the conda channel stops at 2.5)
+    def unknown(pin):
+        s = dataclasses.replace(H100_PY310, envs=(Env("e", (Package.parse(pin),)),))
+        return [u for u in texts(stack.check(s), UNKNOWN) if "wheel architectures are not in the table" in u]
+    assert unknown("torch==2.6.0") and not unknown("torch==2.5.1")
+    # JAX 0.4.30's jaxlib: .bazelrc sm_50,sm_60,sm_70,sm_80,compute_90; compute_90 holds a cubin of 9.0
+    assert not unknown("jax[cuda12]==0.4.30")
+    jax = dataclasses.replace(H100_PY310, envs=(Env("e", (Package.parse("jax[cuda12]==0.4.30"),)),))
+    assert stack.wheel_kernels(jax) == ["env e: jax[cuda12]==0.4.30: its sm_90 cubins run on the sm_90 GPU"]
+    # TensorFlow 2.15-2.17 (CUDA 12 builds): not verified, so unknown; 2.12-2.14 and 2.18 are checked
+    assert unknown("tensorflow[and-cuda]==2.15.0") and not unknown("tensorflow[and-cuda]==2.14.0")
+
+
+def test_ptx_only_is_a_warning_and_sm_cubins_of_another_major_do_not_count():
+    # TensorFlow 2.3: sm_35 ... sm_61 and compute_70 (a cubin of 7.0, PTX of 7.0): on Ada (8.9) only the PTX serves
+    s = dataclasses.replace(SEED, cuda="10.1.243", cudnn="7.6.5", interpreter="python3.8",
+                            envs=(Env("tf", (Package.parse("tensorflow-gpu==2.3.0"),)),))
+    assert any("TensorFlow 2.3's binaries hold no kernels for the NVIDIA GeForce RTX 4090's Ada (sm_89): they rest on "
+               "PTX JIT from compute_70" in w for w in texts(stack.check(s), WARNING))
+
+
+def test_the_seeds_proposal_is_planned_again_with_its_kernels_checked():
+    # issue 23: the proposal (TensorFlow 2.12 on the RTX 4090) left Ada's kernels "not checked"
+    proposal = stack.nearest(SEED)
+    assert proposal is not None and proposal.unknowns == () and proposal.warnings == ()
+    assert stack.check(proposal.stack) == []  # the same rules, on the whole proposed stack
+    assert stack.wheel_kernels(proposal.stack) == ["env tf: tensorflow==2.12.0: its sm_80 cubins run on the sm_89 GPU"]
