@@ -134,3 +134,10 @@ def test_the_job_runs_a_set_by_name_with_its_durations_schedule_and_record(tmp_p
     kept = json.loads((tmp_path / "runs/acc/report.json").read_text())["hosts"][node.name]["vars"]
     assert kept["provision_reference_overrides"]["gpu_stress"]["gflops"]["params"]["duration_s"] == 1800
     assert kept["provision_check_timeouts"] == {"gpu_stress": gpu_stress.ACCEPTANCE_TIMEOUT_S}
+
+
+def test_provision_checks_sets_prints_the_table(capsys):
+    from provision import cli
+
+    assert cli.main(["checks", "--sets"]) == 0
+    assert capsys.readouterr().out == sets.markdown_table(checks.registry())

@@ -146,3 +146,17 @@ def test_the_job_keeps_the_breakers_list_in_slurm_txt(tmp_path, monkeypatch):
     assert any(line.startswith("slurm: breaker: stopped draining after 10 of 15 failing nodes: at most 10 per 1 h")
                for line in said)
     assert len(drain.drain_lines(run)) == 15  # drain.txt: every failing host, drained or not
+
+
+def test_only_a_named_count_passes_the_breaker_on_the_command_line(capsys):
+    from provision import cli
+    from provision.commands import _job
+
+    parser = cli._parser()
+    named = _job.JobOptions.from_args(parser.parse_args(["burnin", "-i", "a", "--drain", "slurm", "--drain-max", "15"]))
+    assert _job._breaker(named) == Breaker(most=15)
+    forced = _job.JobOptions.from_args(parser.parse_args(["run", "-i", "a", "--drain", "slurm", "--force"]))
+    assert _job._breaker(forced) == Breaker()  # --force is the plan gate's, never the breaker's
+    with pytest.raises(SystemExit) as bare:
+        parser.parse_args(["burnin", "-i", "a", "--drain", "slurm", "--drain-max"])
+    assert bare.value.code == 2 and "--drain-max: expected one argument" in capsys.readouterr().err
