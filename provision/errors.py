@@ -26,6 +26,10 @@ class ExitStatus(enum.IntEnum):
     UNCHECKED: ``provision plan`` found no error, but its tables do not cover part of the stack (a
     release, a GPU architecture, a wheel's kernels), so it cannot say the stack works; each such part
     is named on its own line, and ``--accept-unknown`` exits 0 instead (provision/plan/stack.py).
+    UNTESTED (the same 7, an alias: "not failed, not known to work", whichever command says it): a burn-in
+    where nothing failed or errored but part of what was asked could not be tested (a coverage gap: a
+    leaf-spine cable no test carried traffic over, a host no cluster test could pair); not a failure and
+    not a full pass, as pytest's 5 (no tests collected) is neither (``provision.results.coverage``).
     INTERRUPTED, TERMINATED: stopped by SIGINT or SIGTERM (128 + the signal, as shells report
     it), after writing the results gathered so far.
     """
@@ -38,6 +42,7 @@ class ExitStatus(enum.IntEnum):
     NOT_WRITTEN = 5
     BUSY = 6
     UNCHECKED = 7
+    UNTESTED = 7  # an alias of UNCHECKED (docstring)
     INTERRUPTED = 130
     TERMINATED = 143
 

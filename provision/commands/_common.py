@@ -6,7 +6,7 @@ import sys
 
 from provision.errors import ExitStatus
 from provision.report.console import visible
-from provision.results.model import FABRIC, Outcome, Run
+from provision.results.model import Outcome, Run
 
 
 def say(line: object = "", end: str = "\n") -> None:
@@ -24,9 +24,10 @@ def now() -> str:
 
 
 def status(run: Run) -> ExitStatus:
-    """OK when every host passed and no result blames the fabric itself (a leaf-spine cable)."""
-    fabric = any(r.outcome is Outcome.FAIL and FABRIC in r.blamed() for r in run.results)
-    return ExitStatus.OK if all(v == "pass" for v in run.verdicts().values()) and not fabric else ExitStatus.NODE_FAILED
+    """The run's verdict (``Run.outcome``): OK for a full pass, UNTESTED for a run whose only findings are
+    coverage gaps, else NODE_FAILED (a host failed or errored, or the fabric itself: a leaf-spine cable)."""
+    verdict = run.outcome().outcome
+    return {Outcome.PASS: ExitStatus.OK, Outcome.UNTESTED: ExitStatus.UNTESTED}.get(verdict, ExitStatus.NODE_FAILED)
 
 
 def rebuilt(line: str) -> None:

@@ -84,11 +84,18 @@ class Procedure:
         self.groups: list[dict] = []
 
     def run(self) -> tuple[list[CheckResult], dict]:
+        left_out: dict[str, str] = {}  # hosts of no group the procedure ran (report.json's cluster.left_out)
         for profile_name, hosts in self._groups().items():
             ready = [h for h in hosts if h not in self.excluded]
             if len(ready) >= 2 and not self.engine.stopped():
                 self._group(profile_name, ready, {h: self.excluded[h] for h in hosts if h in self.excluded})
-        return self.results, {"groups": self.groups}
+                continue
+            for h in hosts:
+                left_out[h] = (f"a node check did not pass ({self.excluded[h]})" if h in self.excluded else
+                               "stopped before its group's tests" if len(ready) >= 2 else
+                               f"alone: {len(ready)} host of profile {profile_name} ready in this run (or shard), "
+                               "a pair test needs two")
+        return self.results, {"groups": self.groups, **({"left_out": left_out} if left_out else {})}
 
     def _groups(self) -> dict[str, list[str]]:
         """Hosts by profile name, those whose profile the fabric discovery and some check of each
@@ -149,12 +156,15 @@ class Procedure:
         suspects, unknown = settle_twins(finder.suspects(), fabric, profile), finder.unknown()
         entry["suspects"] = [_suspect_row(s) for s in suspects]
         entry["unknown"] = {"hosts": list(unknown["hosts"]),
-                            "cables": [{"rail": r, "id": cid} for r, cid in unknown["cables"]]}
+                            "cables": [{"rail": r, "id": cid, "plane": fabric.planes[r].name}
+                                       for r, cid in unknown["cables"]]}
         self._keep(_localize_result(tuple(hosts), suspects, entry["rounds_total"], self.engine.stopped(),
                                     entry["unknown"]))
-        unjudged = _unjudged(unknown, [(f"{s.host} " if s.host else "") + _describe(s) for s in suspects])
-        if unjudged is not None and not self.engine.stopped():
-            self._keep(unjudged)
+        if not self.engine.stopped():
+            for found in [_untested(tuple(hosts), entry["unknown"], entry["excluded"]),
+                          *_unjudged(unknown, [(f"{s.host} " if s.host else "") + _describe(s) for s in suspects])]:
+                if found is not None:
+                    self._keep(found)
 
     def _run_tests(self, rig: _Rig, tests: list[localize.Test], tag: str) -> list[localize.Observation]:
         """One round: every test's jobs at once; an observation per test from its jobs' results."""
@@ -265,31 +275,41 @@ def _describe(s) -> str:
 
 
 def _localize_result(hosts: tuple[str, ...], suspects, rounds: int, stopped: bool, unknown: dict) -> CheckResult:
-    """The procedure's verdict: fail naming each suspect, and each leaf-spine cable that carried no
-    traffic (a fabric finding: it fails the run, not a node); error when stopped."""
+    """The procedure's verdict: fail naming each suspect (a cable suspect fails the run, not a node);
+    error when stopped; else pass. What it could not test is ``_untested``'s, never a failure."""
     findings = [Finding(device=_describe(s), metric="suspect_confidence", value=round(float(s.confidence), 3),
                         ok=False, fault=SUSPECT_FAULTS[s.kind], action=_action(SUSPECT_FAULTS[s.kind]),
                         host=s.host or FABRIC, detail=_evidence_text(s)) for s in suspects]
     if stopped:
         return CheckResult(LOCALIZE, hosts, Outcome.ERROR, f"interrupted after {rounds} rounds",
                            scope=Scope.CLUSTER, findings=findings, run_error=True)
-    untested = "FABRIC_CABLE_UNTESTED"
-    findings += [Finding(device=f"cable {c['id']} (rail {c['rail']})", metric="carried_traffic", value=False,
-                         ok=False, expected=True, fault=untested, action=_action(untested), host=FABRIC)
-                 for c in unknown["cables"]]
-    named = "; ".join(f"{f.host} {f.device}" for f in findings if f.fault != untested) or "no suspect"
-    message = f"{len(suspects)} suspects in {rounds} rounds: {named}"
-    if unknown["cables"]:
-        message += f"; {len(unknown['cables'])} leaf-spine cables carried no traffic"
-    return CheckResult(LOCALIZE, hosts, Outcome.FAIL if findings else Outcome.PASS, message, scope=Scope.CLUSTER,
+    named = "; ".join(f"{f.host} {f.device}" for f in findings) or "no suspect"
+    return CheckResult(LOCALIZE, hosts, Outcome.FAIL if findings else Outcome.PASS,
+                       f"{len(suspects)} suspects in {rounds} rounds: {named}", scope=Scope.CLUSTER, findings=findings)
+
+
+UNTESTED_CABLE = "FABRIC_CABLE_UNTESTED"
+
+
+def _untested(hosts: tuple[str, ...], unknown: dict, excluded: dict[str, str]) -> CheckResult | None:
+    """A coverage gap (outcome untested, not a failure): each leaf-spine cable no test carried traffic over,
+    with why (the hosts left out) and what closes it (the fault's action)."""
+    if not unknown["cables"]:
+        return None
+    why = f"{len(excluded)} hosts left out ({', '.join(sorted(excluded))})" if excluded else "no route crossed them"
+    findings = [Finding(device=f"cable {c['id']} (rail {c['rail']})", metric="carried_traffic", value=False,
+                        ok=False, expected=True, fault=UNTESTED_CABLE, action=_action(UNTESTED_CABLE), host=FABRIC,
+                        detail=why) for c in unknown["cables"]]
+    return CheckResult(LOCALIZE, hosts, Outcome.UNTESTED, f"untested: {len(findings)} leaf-spine cables carried "
+                       f"no traffic: {why}; close it: {_action(UNTESTED_CABLE)}", scope=Scope.CLUSTER,
                        findings=findings)
 
 
-def _unjudged(unknown: dict, suspects: list[str]) -> CheckResult | None:
-    """An error on the hosts localization could not judge, on them alone, saying why for each:
-    ``unknown`` is ``Localizer.unknown()``, ``suspects`` the named suspects' descriptions."""
-    if not unknown["hosts"]:
-        return None
+def _unjudged(unknown: dict, suspects: list[str]) -> list[CheckResult]:
+    """The hosts localization could not judge, on them alone, saying why for each (``unknown`` is
+    ``Localizer.unknown()``, ``suspects`` the named suspects' descriptions): an error for those whose tests
+    kept failing to run or that no test told apart from a suspect; untested (a coverage gap) for those
+    no test with a known-good partner ran for."""
     why = unknown.get("why", {})
     by: dict[str, list[str]] = {}
     for h in unknown["hosts"]:
@@ -298,10 +318,17 @@ def _unjudged(unknown: dict, suspects: list[str]) -> CheckResult | None:
     texts = {"errors": "their cluster tests kept failing to run",
              "masked": f"their tests fell below reference, but no test told them apart from the suspects named"
                        f"{masked}: rerun once those are fixed",
-             "untested": "no test with a known-good partner ran"}
-    message = "not judged: " + "; ".join(f"{', '.join(hs)}: {texts[k]}" for k, hs in by.items())
-    return CheckResult(LOCALIZE, tuple(unknown["hosts"]), Outcome.ERROR, message, scope=Scope.CLUSTER,
-                       run_error=True)
+             "untested": "no test with a known-good partner ran: rerun with more hosts passing their node checks"}
+    out = []
+    bad = [k for k in by if k != "untested"]
+    if bad:
+        out.append(CheckResult(LOCALIZE, tuple(h for k in bad for h in by[k]), Outcome.ERROR,
+                               "not judged: " + "; ".join(f"{', '.join(by[k])}: {texts[k]}" for k in bad),
+                               scope=Scope.CLUSTER, run_error=True))
+    if "untested" in by:
+        out.append(CheckResult(LOCALIZE, tuple(by["untested"]), Outcome.UNTESTED,
+                               f"untested: {', '.join(by['untested'])}: {texts['untested']}", scope=Scope.CLUSTER))
+    return out
 
 
 def _evidence_text(s) -> str:

@@ -9,8 +9,19 @@ name, ``_seconds``, ``_bytes_per_second``, ``_celsius``):
 - ``provision_burnin_check_outcome{host,check,outcome}`` 1 for a host's outcome of a check, 0 for the
   other outcomes (pass, fail, error, skipped); a host covered by several results of one check gets
   the worst; a failed pair or group test counts as pass for a host it does not blame (an evidence
-  test blames none: ``localize`` does).
+  test blames none: ``localize`` does); a failure of the fabric itself (a leaf-spine cable) is host ``fabric``'s.
 - ``provision_burnin_host_verdict{host,verdict}`` 1 for the host's verdict (pass, fail, error), else 0.
+- ``provision_burnin_run_passed`` 1 for a full pass (``Run.outcome``: the exit status is 0 exactly then), else
+  0; ``provision_burnin_run_outcome{outcome}`` 1 for the run's verdict (pass, untested, fail, error), else 0:
+  untested is a coverage gap, not a failure and not a pass.
+- ``provision_burnin_host_left_out{host,reason}`` 1 per host the cluster procedure left out of its tests.
+- ``provision_burnin_cable_outcome{plane,switch_guid,port,peer_guid,peer_port,outcome}`` per leaf-spine cable
+  (leaf end, spine end) and ``provision_burnin_switch_port_outcome{plane,switch_guid,port,outcome}`` per switch
+  port, 1 for its outcome (pass, fail, untested), else 0 (``Run.fabric_components``).
+- ``provision_burnin_suspect_confidence{host,device,fault}`` per suspect the localization named (host
+  ``fabric`` for a cable), 0 to 1.
+- ``provision_burnin_regression_ratio{host,device,metric,as}`` per regressed measurement (its own series:
+  a regression as a warning passes its host): measured over the baseline, ``as`` warning or failure.
 - per measured finding, converted from the check's unit (``MEASURES``), labels {host, device}; host is
   the result's hosts joined by '+' for a pair or group test, the last measurement of a series wins.
 
@@ -29,7 +40,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from provision.results.model import Outcome, Run
+from provision.results import coverage
+from provision.results.model import REGRESSION, Outcome, Run
 from provision.results.store import atomic_write
 
 PREFIX = "provision_burnin_"
@@ -54,8 +66,11 @@ MEASURES = {
                                     "Sequential write bandwidth to the checkpoint store (fio)."),
     ("gpu_health", "temp_C"): ("gpu_temperature_celsius", 1.0, "GPU temperature (nvidia-smi)."),
 }
-WORST = (Outcome.ERROR, Outcome.FAIL, Outcome.PASS, Outcome.SKIPPED)
+WORST = (Outcome.ERROR, Outcome.FAIL, Outcome.UNTESTED, Outcome.PASS, Outcome.SKIPPED)
 VERDICTS = ("pass", "fail", "error")
+RUN_OUTCOMES = (Outcome.PASS, Outcome.UNTESTED, Outcome.FAIL, Outcome.ERROR)
+COMPONENT_OUTCOMES = (Outcome.PASS, Outcome.FAIL, Outcome.UNTESTED)
+LOCALIZE = "localize"  # the cluster procedure's verdict (provision.engine.cluster.LOCALIZE)
 
 
 class RunCollector(Collector):
@@ -66,6 +81,7 @@ class RunCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield from _run_families(self.run)
+        yield from _run_verdict(self.run)
         yield _outcomes(self.run)
         verdict = GaugeMetricFamily(PREFIX + "host_verdict", "The host's verdict of the run (1) and the others (0).",
                                     labels=["host", "verdict"])
@@ -73,7 +89,87 @@ class RunCollector(Collector):
             for name in VERDICTS:
                 verdict.add_metric([host, name], 1.0 if name == value else 0.0)
         yield verdict
+        yield from _left_out(self.run)
+        yield from _fabric(self.run)
+        yield from _suspects(self.run)
+        yield from _regressions(self.run)
         yield from _measures(self.run)
+
+
+def _run_verdict(run: Run) -> Iterator[Metric]:
+    """``run_passed`` 1 only for a full pass; ``run_outcome`` 1 for the run's verdict (``Run.outcome``)."""
+    verdict = run.outcome().outcome
+    yield GaugeMetricFamily(PREFIX + "run_passed", "1 when the run passed in full (every host, every fabric "
+                            "component, no coverage gap), else 0; the exit status is 0 exactly then.",
+                            value=1.0 if verdict is Outcome.PASS else 0.0)
+    family = GaugeMetricFamily(PREFIX + "run_outcome", "The run's verdict (1) and the others (0): untested is a "
+                               "coverage gap, neither failed nor passed.", labels=["outcome"])
+    for name in RUN_OUTCOMES:
+        family.add_metric([name.value], 1.0 if name is verdict else 0.0)
+    yield family
+
+
+def _left_out(run: Run) -> Iterator[Metric]:
+    left = run.left_out()
+    if left:
+        family = GaugeMetricFamily(PREFIX + "host_left_out", "1 for a host the cluster procedure left out of its "
+                                   "tests, with the reason.", labels=["host", "reason"])
+        for host, why in left.items():
+            family.add_metric([host, why], 1.0)
+        yield family
+
+
+def _fabric(run: Run) -> Iterator[Metric]:
+    """Per leaf-spine cable and per switch port (``Run.fabric_components``) 1 for its outcome, 0 for the others."""
+    comps = run.fabric_components()
+    if not comps:
+        return
+    cable = GaugeMetricFamily(PREFIX + "cable_outcome", "A leaf-spine cable's outcome (1) and the others (0), by "
+                              "its leaf and spine switch GUIDs and ports.",
+                              labels=["plane", "switch_guid", "port", "peer_guid", "peer_port", "outcome"])
+    port = GaugeMetricFamily(PREFIX + "switch_port_outcome", "A switch port's outcome (1) and the others (0): its "
+                             "cable's.", labels=["plane", "switch_guid", "port", "outcome"])
+    for c in comps:
+        for name in COMPONENT_OUTCOMES:
+            value = 1.0 if c.outcome is name else 0.0
+            if c.kind == "cable":
+                cable.add_metric([c.plane, c.switch, str(c.port), c.peer, str(c.peer_port), name.value], value)
+            else:
+                port.add_metric([c.plane, c.switch, str(c.port), name.value], value)
+    yield cable
+    yield port
+
+
+def _suspects(run: Run) -> Iterator[Metric]:
+    """Each suspect the localization named: its confidence, by host ('fabric' for a cable), device and fault."""
+    rows = {(f.host or r.host, f.device, f.fault): _finite(f.value) for r in run.results
+            if r.check == LOCALIZE and r.outcome is not Outcome.UNTESTED
+            for f in r.findings if not f.ok and f.fault != coverage.UNTESTED}
+    if rows:
+        family = GaugeMetricFamily(PREFIX + "suspect_confidence", "A suspect the localization named (node, HCA or "
+                                   "cable) and its confidence, 0 to 1.", labels=["host", "device", "fault"])
+        for labels, value in sorted(rows.items()):
+            family.add_metric(list(labels), 1.0 if value is None else value)
+        yield family
+
+
+def _regressions(run: Run) -> Iterator[Metric]:
+    """Each regressed metric (``provision.history.regress``): measured over its baseline, with how it is judged."""
+    rows = {}
+    for r in run.results:
+        if r.check != REGRESSION:
+            continue
+        for f in r.findings:
+            value, base = _finite(f.value), f.reference.value if f.reference is not None else None
+            if value is not None and base:
+                rows[(r.host, f.device, f.metric, "failure" if r.outcome is Outcome.FAIL else "warning")] = value / base
+    if rows:
+        family = GaugeMetricFamily(PREFIX + "regression_ratio", "A measurement that regressed against its history: "
+                                   "measured over its baseline (the node's median or the run's), by how it is judged "
+                                   "(warning or failure).", labels=["host", "device", "metric", "as"])
+        for labels, value in sorted(rows.items()):
+            family.add_metric(list(labels), value)
+        yield family
 
 
 def _run_families(run: Run) -> Iterator[Metric]:
@@ -90,8 +186,9 @@ def _outcomes(run: Run) -> Metric:
     """Per (host, check) the worst outcome of the results covering the host (module doc)."""
     worst: dict[tuple[str, str], Outcome] = {}
     for r in run.results:
-        for host in r.hosts:
-            outcome = Outcome.PASS if r.outcome is Outcome.FAIL and host not in r.blamed() else r.outcome
+        blamed = r.blamed()
+        for host in [*r.hosts, *(h for h in blamed if h not in r.hosts)]:  # host 'fabric': a cable's failure
+            outcome = Outcome.PASS if r.outcome is Outcome.FAIL and host not in blamed else r.outcome
             seen = worst.get((host, r.check))
             if seen is None or WORST.index(outcome) < WORST.index(seen):
                 worst[(host, r.check)] = outcome

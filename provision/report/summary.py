@@ -2,8 +2,11 @@
 hosts or fewer) one row per host with install status and each node check's outcome, and one row
 per multi-host result; then the cluster procedure's groups and suspects; then every failure,
 grouped by check, outcome and fault code, its hosts as one Slurm hostlist (``gpu[012,044-046]``),
-with one host's message as the example; last the counts. The counts are ``Run.verdicts``, as in
-report.json, JUnit, the HTML report, Prometheus and the exit status: every view reads the one model.
+with one host's message as the example; then the failed fabric components, the hosts left out of the
+cluster tests and the coverage gaps (untested: not failed); last the closing lines (``closing``): the
+hosts' counts (``Run.verdicts``), the fabric's cables and switch ports (``Run.fabric_components``) and
+the run's verdict (``Run.outcome``), as report.json, JUnit, the HTML report, Prometheus and the exit
+status read them: every view reads the one model.
 """
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from dataclasses import dataclass, field
 
 from provision.report import hostlist
 from provision.report.console import visible
-from provision.results.model import CheckResult, Outcome, Run, Scope
+from provision.results import coverage
+from provision.results.model import CheckResult, Outcome, Run, Scope, number
 
-MARK = {"pass": "ok", "fail": "FAIL", "error": "ERR", "skipped": "skip"}
+MARK = {"pass": "ok", "fail": "FAIL", "error": "ERR", "skipped": "skip", "untested": "untested"}
 TABLE_HOSTS = 32  # above this many hosts the per-host table is left to report.json, JUnit and the HTML report
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -54,10 +58,49 @@ def render(run: Run) -> str:
     found = groups(run)
     if found:
         out += ["", f"failures ({len(found)} kinds, by check and fault code):"] + [g.line() for g in found]
-    counts = {v: list(verdicts.values()).count(v) for v in ("pass", "fail", "error")}
-    out.append(f"\n{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errored "
-               f"of {len(verdicts)} hosts")
-    return "\n".join(out)
+    out += _gaps(run)
+    return "\n".join(out + [""] + closing(run))
+
+
+def closing(run: Run) -> list[str]:
+    """The closing lines, all from the model: the hosts' counts (``Run.verdicts``: a zero count is left
+    out, so a failing run never reads "0 failed"), the fabric's cables and switch ports (``Run.fabric_components``),
+    and the run's verdict (``Run.outcome``, the exit status's)."""
+    verdicts = list(run.verdicts().values())
+    counts = [(verdicts.count(v), word) for v, word in (("pass", "passed"), ("fail", "failed"), ("error", "errored"))]
+    lines = [", ".join(f"{n} {word}" for n, word in counts if n) + f" of {len(verdicts)} hosts"]
+    comps = run.fabric_components()
+    if comps:
+        parts = []
+        for kind, noun in (("cable", "leaf-spine cables"), ("port", "switch ports")):
+            mine = [c.outcome for c in comps if c.kind == kind]
+            told = [f"{mine.count(o)} {word}" for o, word in ((Outcome.PASS, "passed"), (Outcome.FAIL, "failed"),
+                                                               (Outcome.UNTESTED, "untested")) if mine.count(o)]
+            parts.append(f"{', '.join(told)} of {len(mine)} {noun}")
+        lines.append("fabric: " + "; ".join(parts))
+    return lines + [run.outcome().line()]
+
+
+def _gaps(run: Run) -> list[str]:
+    """Failed and untested fabric components (cables with their fault codes and why), the hosts left
+    out of the cluster tests with the reason, and each coverage gap's result (untested: not a failure)."""
+    comps = [c for c in run.fabric_components() if c.kind == "cable" and c.outcome is not Outcome.PASS]
+    out = []
+    bad = [c for c in comps if c.outcome is Outcome.FAIL]
+    if bad:
+        out += ["", f"fabric failures ({len(bad)} cable{'s' if len(bad) != 1 else ''}, both switch ports of each):"]
+        out += [visible(f"{c.name} FAIL {' '.join(c.faults)}: {c.detail}" + (f" [{c.action}]" if c.action else ""),
+                        newlines=False) for c in bad]
+    left = run.left_out()
+    if left:
+        out += ["", f"left out of the cluster tests ({len(left)} host{'s' if len(left) != 1 else ''}):"]
+        out += [visible(f"{host}: {why}", newlines=False) for host, why in left.items()]
+    gaps = [r for r in run.results if r.outcome is Outcome.UNTESTED]
+    if gaps:
+        out += ["", "untested (not failed, not passed; what would close each):"]
+        out += [visible(f"{r.check} [{hostlist.fold(list(r.hosts))}] UNTESTED: {r.message}", newlines=False)
+                for r in gaps]
+    return out
 
 
 BAD = (Outcome.FAIL, Outcome.ERROR)
@@ -90,9 +133,10 @@ def _cluster(run: Run) -> list[str]:
                    f"{tests} tests, {failed} below reference; {len(group['suspects'])} suspects"
                    + (f"; {visible(group['error'], newlines=False)}" if group.get("error") else ""))
     for r in run.results:
-        if r.check == "localize":
-            out += [visible(f"  suspect {f.host} {f.device}: confidence {f.value}; {f.detail}", newlines=False)
-                    for f in r.findings if not f.ok]
+        if r.check == "localize" and r.outcome is not Outcome.UNTESTED:
+            out += [visible(f"  suspect {f.host} {f.device}: confidence {number(f.value)} [{f.fault}: {f.action}]; "
+                            f"{f.detail}", newlines=False)
+                    for f in r.findings if not f.ok and f.fault != coverage.UNTESTED]
     return out
 
 

@@ -44,12 +44,14 @@ def merge(shards: list[tuple[str, Run]], run_id: str) -> tuple[Run, list[dict[st
                  started=min((r.started for _, r in shards if r.started), default=""),
                  finished=max((r.finished for _, r in shards if r.finished), default=""))
     groups: list = []
+    left_out: dict = {}  # hosts alone in their shard's group (coverage.left_out)
     for (_, run), move in zip(shards, moves):
         merged.hosts.update(run.hosts)
         merged.install.update(run.install)
         merged.results += [_moved(r, move) for r in run.results]
         groups += (run.cluster or {}).get("groups", [])
-    merged.cluster = {"groups": groups} if groups else None
+        left_out.update((run.cluster or {}).get("left_out") or {})
+    merged.cluster = {"groups": groups, **({"left_out": left_out} if left_out else {})} if groups or left_out else None
     merged.install_wall_s = _longest(r.install_wall_s for _, r in shards)
     merged.burnin_wall_s = _longest(r.burnin_wall_s for _, r in shards)
     return merged, moves

@@ -16,19 +16,26 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from provision.results.coverage import Component, RunOutcome
 
 SCHEMA_VERSION = 2  # 1: the version-less report.json before this model
 
 
 class Outcome(str, enum.Enum):
     """pass; fail (a metric outside its reference); error (could not run, timed out, could not
-    parse, missing data: never a pass); skipped (not applicable to the profile)."""
+    parse, missing data: never a pass); skipped (not applicable to the profile); untested (a
+    coverage gap: what was asked could not be tested, such as a leaf-spine cable no test carried
+    traffic over because its hosts were left out; not a failure and not a pass: its findings say
+    why and its fault's action what would close the gap)."""
 
     PASS = "pass"
     FAIL = "fail"
     ERROR = "error"
     SKIPPED = "skipped"
+    UNTESTED = "untested"
 
 
 class Scope(str, enum.Enum):
@@ -302,6 +309,28 @@ class Run:
             else:
                 out[host] = "pass"
         return out
+
+    def outcome(self) -> RunOutcome:
+        """The run's own verdict (``provision.results.coverage``): fail, error, untested or pass, with
+        its reasons; what the exit status, the console's last line and Prometheus' run gauges read."""
+        from provision.results import coverage
+        return coverage.outcome(self)
+
+    def passed(self) -> bool:
+        """Whether the run is a full pass: every host passed, no fabric component failed, no coverage gap."""
+        return self.outcome().outcome is Outcome.PASS
+
+    def fabric_components(self) -> list[Component]:
+        """Every leaf-spine cable and its two switch ports the run judged or could not test
+        (``provision.results.coverage.components``)."""
+        from provision.results import coverage
+        return coverage.components(self)
+
+    def left_out(self) -> dict[str, str]:
+        """{host: why} for every host the cluster procedure left out of its tests (failed a node check,
+        alone in its group, ...); {} when no cluster test was asked."""
+        from provision.results import coverage
+        return coverage.left_out(self)
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {
