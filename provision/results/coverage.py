@@ -24,7 +24,7 @@ its ``suspects`` and ``unknown`` cables) and from the fabric check's findings ab
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from provision.results.model import FABRIC, Outcome
@@ -123,15 +123,16 @@ def components(run: Run) -> list[Component]:
                 if f.ok:
                     c.judge(Outcome.PASS)
                 else:
-                    c.judge(Outcome.FAIL, f.fault or DEGRADED, f"{r.check}: width_speed {f.value}, expected {f.expected}")
+                    c.judge(Outcome.FAIL, f.fault or DEGRADED,
+                            f"{r.check}: width_speed {f.value}, expected {f.expected}")
     actions = {f.fault: f.action for r in run.results for f in r.findings if f.fault in CABLE_FAULTS and f.action}
     out = []
     for _, c in sorted(cables.items()):
         action = " ".join(dict.fromkeys(actions[f] for f in c.faults if f in actions))
-        common = {"outcome": c.outcome, "faults": tuple(c.faults), "detail": "; ".join(c.details), "action": action}
-        out.append(Component("cable", c.plane, c.leaf, c.leaf_port, c.spine, c.spine_port, **common))
-        out += [Component("port", c.plane, c.leaf, c.leaf_port, **common),
-                Component("port", c.plane, c.spine, c.spine_port, **common)]
+        whole = Component("cable", c.plane, c.leaf, c.leaf_port, c.spine, c.spine_port, c.outcome, tuple(c.faults),
+                          "; ".join(c.details), action)
+        out += [whole, replace(whole, kind="port", peer="", peer_port=0),
+                replace(whole, kind="port", switch=c.spine, port=c.spine_port, peer="", peer_port=0)]
     return out
 
 

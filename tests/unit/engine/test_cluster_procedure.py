@@ -218,3 +218,48 @@ def test_three_hosts_pass_and_a_host_failed_by_a_node_check_stays_out(tmp_path):
     [group] = record["groups"]
     assert "node02" not in group["hosts"] and group["excluded"] == {"node02": "xid fail"}
     assert all("node02" not in r.hosts for r in results)
+
+
+def test_cables_left_without_traffic_are_untested_not_failed(tmp_path):
+    """Six nodes, three of them failed by a node check (issue 23): the run's first failing row was
+    `localize fail: 0 suspects ...; 48 leaf-spine cables carried no traffic`. The cables no test could
+    cross are a coverage gap of their own (outcome untested, why and what closes it), localize passes."""
+    hosts = HOSTS[:6]
+    rundir, _, models = _rack(tmp_path)
+    world = rack.fabric_world(H100.data, hosts, {})
+    engine = Engine(rundir, world, {h: models[h] for h in hosts})
+    engine.profiles = {h: engine.profiles[h] for h in hosts}
+    failed = [CheckResult("xid", (h,), Outcome.FAIL, "xid = 79") for h in hosts[:3]]
+    results, record = cluster.Procedure(engine, "quick", failed).run()
+    [group] = record["groups"]
+    localize = [r for r in results if r.check == "localize"]
+    assert localize[0].outcome is Outcome.PASS, localize[0].message
+    gap = [r for r in localize if r.outcome is Outcome.UNTESTED and any(f.metric == "carried_traffic"
+                                                                         for f in r.findings)]
+    assert len(gap) == 1 and group["unknown"]["cables"], [r.message for r in localize]
+    assert len(gap[0].findings) == len(group["unknown"]["cables"])
+    assert all(f.fault == "FABRIC_CABLE_UNTESTED" and f.host == FABRIC for f in gap[0].findings)
+    assert "3 hosts left out (node01, node02, node03)" in gap[0].message and "close it" in gap[0].message
+    assert not any(r.outcome is Outcome.FAIL for r in localize)
+    run = Run("t", hosts={h: HostRecord("h100-sxm5-80g-ndr") for h in hosts}, results=failed + results,
+              cluster=record)
+    assert run.left_out() == {h: "a node check did not pass (xid fail)" for h in hosts[:3]}
+    cables = [c for c in run.fabric_components() if c.kind == "cable"]
+    assert sum(c.outcome is Outcome.UNTESTED for c in cables) == len(group["unknown"]["cables"])
+    assert run.outcome().outcome is Outcome.FAIL  # the three failed hosts fail it; the gap does not
+    passing = Run("t", hosts={h: HostRecord("h100-sxm5-80g-ndr") for h in hosts[3:]}, results=results, cluster=record)
+    assert passing.outcome().outcome is Outcome.UNTESTED
+
+
+def test_a_host_alone_in_its_group_is_left_out_with_the_reason(tmp_path):
+    rundir, world, models = _rack(tmp_path)
+    engine = Engine(rundir, world, {h: models[h] for h in HOSTS[:2]})
+    engine.profiles = {h: engine.profiles[h] for h in HOSTS[:2]}
+    failed = [CheckResult("xid", ("node01",), Outcome.FAIL, "xid = 79")]
+    results, record = cluster.Procedure(engine, "quick", failed).run()
+    assert results == [] and record["groups"] == []
+    assert record["left_out"] == {"node01": "a node check did not pass (xid fail)",
+                                  "node02": "alone: 1 host of profile h100-sxm5-80g-ndr ready in this run (or shard), "
+                                            "a pair test needs two"}
+    run = Run("t", hosts={h: HostRecord("h100-sxm5-80g-ndr") for h in HOSTS[:2]}, results=failed, cluster=record)
+    assert set(run.left_out()) == {"node01", "node02"}
