@@ -4,7 +4,8 @@
 Exit statuses (``provision.errors.ExitStatus``): 0 every node passed, 1 some node failed or
 errored, 2 bad usage or bad input (one line naming file, host and field), 3 the
 orchestration itself broke, 4 a program is missing, 5 a result file could not be written, 6 hosts taken
-by another run, 7 nothing failed but part of what was asked could not be tested (``ExitStatus.UNTESTED``).
+by another run, 7 not failed but not known to work (``UNCHECKED``: a stack outside plan's tables;
+``UNTESTED``: a burn-in's coverage gap).
 ``--traceback`` re-raises for debugging.
 """
 from __future__ import annotations
