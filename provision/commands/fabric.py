@@ -1,5 +1,5 @@
 """``provision fabric``: the InfiniBand fabric mapped with ibnetdiscover (saved outputs, or live from the
-inventory's first GPU node): leaves, spines and degraded cables."""
+inventory's first GPU node): a summary, then leaves missing uplinks, degraded cables, leaves and spines."""
 from __future__ import annotations
 
 import argparse
@@ -28,7 +28,10 @@ def fabric(inventory_args: str | list[str] | None, files: list[str] | None = Non
     else live from the inventory's first GPU node (``ibnetdiscover -C <dev> -P 1`` per HCA of its
     profile). Prints per plane the leaves (hosts, uplinks, oversubscription), spines (downlinks) and
     every cable below the expected width and speed (the profile's ``hca.rate_Gbps``; without a profile
-    the most common among the cables), or ``Fabric.to_dict(expected)`` with ``as_json``. Raises
+    the most common among the cables), or ``fabric_text.view`` (``Fabric.to_dict(expected)`` with names
+    and the leaves missing uplinks) with ``as_json``. The text starts with a summary (sizes, degraded
+    cables, leaves missing uplinks, HCA ports without a host name), names switches by their description
+    where it names one and HCA ports by host and device, in lines of at most ``fabric_text.WIDTH``. Raises
     ProvisionError (exit 2) for an unreadable file or text that is not ibnetdiscover output,
     CommandError when a node cannot be reached or ibnetdiscover fails there."""
     from provision.fabric import discover
@@ -52,10 +55,11 @@ def fabric(inventory_args: str | list[str] | None, files: list[str] | None = Non
         dumps, names = live_dumps(node, profile)
     found = discover.fabric_from_dumps(dumps, hosts, names, warn=lambda line: err(f"provision: warning: {line}"))
     expected = _expected_width_speed(profile, found, err)
+    view = fabric_text.view(found, expected)
     if as_json:
-        out(json.dumps({"expected_width_speed": expected, **found.to_dict(expected)}, indent=1))
+        out(json.dumps({"expected_width_speed": expected, **view}, indent=1))
     else:
-        for line in fabric_text.lines(found.to_dict(expected), expected):
+        for line in fabric_text.lines(view, expected):
             out(line)
     return ExitStatus.OK
 

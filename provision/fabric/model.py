@@ -27,6 +27,7 @@ times the width's lanes (1x, 2x, 4x, 8x, 12x).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 LANE_Gbps = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0, "FDR10": 10.0, "FDR": 14.0, "EDR": 25.0, "HDR": 50.0,
@@ -273,3 +274,66 @@ class Fabric:
 def _end(link: Link, node: str) -> dict:
     far, far_port = link.far_end(node)
     return {"port": link.port_on(node), "to": far, "to_port": far_port, "width_speed": link.width_speed}
+
+
+# Naming: what an operator calls a switch or an HCA port, from what the dump says.
+# A managed Mellanox/NVIDIA switch describes itself "MF0;<switch name>:<model>/U1" (the real NDR dump
+# tests/data/ibnetdiscover/topograph_ndr_*: "MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"; the UFM lab sample:
+# "MF0;node90:SX6012/U1"): its name is the part between ';' and ':'.
+_MANAGED = re.compile(r"^MF\d+;([^:;]+):")
+# The firmware's default HCA description, no host in it (as provision.fabric.discover reads it).
+_FIRMWARE_DEFAULT = re.compile(r"^MT\d+ .*Mellanox Technologies$")
+
+
+def switch_name(description: str) -> str:
+    """The name a switch's node description gives it: a managed switch's own name, else the
+    description stripped ("" when there is none)."""
+    text = (description or "").strip()
+    managed = _MANAGED.match(text)
+    return managed.group(1).strip() if managed else text
+
+
+def hca_name(hca: Hca) -> str:
+    """An HCA port as an operator names it: "host device" where the dump says (rdma-ndd's "%h %d"),
+    else its node description unless it is the firmware's default (provision.fabric.discover), else
+    its node id (``H-<guid>``)."""
+    if hca.host:
+        return f"{hca.host} {hca.device}" if hca.device else hca.host
+    text = (hca.description or "").strip()
+    return text if text and not _FIRMWARE_DEFAULT.match(text) else hca.guid
+
+
+def names(plane: Plane) -> dict[str, str]:
+    """Node id -> name for the plane's switches and HCAs (``switch_name``, ``hca_name``). A switch
+    keeps its node id where its description gives no name, or the same name as another switch of the
+    plane (unmanaged switches all print one description): a name must tell one switch."""
+    by_name: dict[str, list[str]] = {}
+    for guid, sw in plane.switches.items():
+        by_name.setdefault(switch_name(sw.description), []).append(guid)
+    out = {guid: name if name and len(guids) == 1 else guid for name, guids in by_name.items() for guid in guids}
+    out.update({h.guid: hca_name(h) for h in plane.hcas})
+    return out
+
+
+def missing_uplinks(plane: Plane, named: dict[str, str] | None = None) -> list[dict]:
+    """The leaves of ``plane`` with fewer uplinks than its best-cabled leaf (the fabric check's rule,
+    provision/checks/fabric.py: a missing uplink is a dead port or cable the subnet manager routes
+    around), in leaf-name order: {leaf, name, uplinks, expected, missing, short_of: [{spine, name,
+    cables, usual}]}; ``short_of`` the spines the leaf has fewer cables to than most leaves have to
+    that spine (where the missing cables would go)."""
+    named = named or names(plane)
+    per_leaf = {leaf.guid: Counter(lk.far_end(leaf.guid)[0] for lk in plane.uplinks(leaf.guid))
+                for leaf in plane.leaves()}
+    most = max((sum(c.values()) for c in per_leaf.values()), default=0)
+    usual = {spine: Counter(c.get(spine, 0) for c in per_leaf.values()).most_common(1)[0][0]
+             for spine in {s for c in per_leaf.values() for s in c}}
+    out = []
+    for guid, cables in per_leaf.items():
+        have = sum(cables.values())
+        if have < most:
+            short = [{"spine": s, "name": named.get(s, s), "cables": cables.get(s, 0), "usual": n}
+                     for s, n in sorted(usual.items(), key=lambda kv: named.get(kv[0], kv[0]))
+                     if cables.get(s, 0) < n]
+            out.append({"leaf": guid, "name": named.get(guid, guid), "uplinks": have, "expected": most,
+                        "missing": most - have, "short_of": short})
+    return sorted(out, key=lambda m: (m["name"], m["leaf"]))

@@ -43,10 +43,13 @@ def test_text_report_of_three_files(capsys, sim_dump) -> None:
                           "--ibnetdiscover", str(sim_dump))
     assert rc == 0
     assert out.count("\nplane ") + out.startswith("plane ") == 3
-    assert f"plane {sim_dump}: 4 switches (2 leaves, 2 spines), 8 HCA ports" in out
+    # issue 23: a long plane name (the dump's path) puts the counts on a line of their own
+    assert f"plane {sim_dump}:\n  4 switches (2 leaves, 2 spines), 8 HCA ports" in out
     assert "    hosts: node01 mlx5_0 [1] 4xNDR, node02 mlx5_0 [2] 4xNDR" in out
     assert "  spine S-" in out and "    downlinks: [1]->S-" in out and "    oversubscription: 1.0" in out
-    assert "S-005442ba00003080[10] <-> S-0008f10400410015[1] 1xSDR (its two ends disagree)" in out
+    # issue 23: switches by the name their description gives, node ids beside them
+    assert ("ISR9024 Voltaire[10] <-> SW-6IB4 Voltaire[1] 1xSDR (its two ends disagree);\n"
+            "      S-005442ba00003080[10] <-> S-0008f10400410015[1]") in out
     assert "2xNDR (its two ends disagree)" in out
     assert "src/query_smp.c:195; umad" in err and "most common width and speed" in err
 
@@ -54,7 +57,8 @@ def test_text_report_of_three_files(capsys, sim_dump) -> None:
 def test_json_is_the_fabric_view(capsys, sim_dump) -> None:
     rc, out, _err = fabric(capsys, "--ibnetdiscover", str(sim_dump), "--json")
     view = json.loads(out)
-    assert rc == 0 and set(view) == {"expected_width_speed", "planes", "leaves", "spines", "degraded_links"}
+    assert rc == 0 and set(view) == {"expected_width_speed", "planes", "leaves", "spines", "degraded_links",
+                                     "missing_uplinks"}  # issue 23: the leaves missing uplinks
     assert view["expected_width_speed"] == "4xNDR"
     assert [p["switches"] for p in view["planes"]] == [4] and len(view["leaves"]) == len(view["spines"]) == 2
     assert [d["width_speed"] for d in view["degraded_links"]] == ["2xNDR"]
