@@ -9,8 +9,27 @@ generation drops at idle by design, so it is judged under load by pcie_link); te
 against the profile's reference (degrees C); persistence mode Enabled; no hardware or
 thermal clock slowdown active. Row-remap rule from aznhc's ECC check
 (https://github.com/Azure/azurehpc-health-checks, customTests/check_ecc).
+
+A GPU nvidia-smi reports lost ("GPU is lost", "Unknown Error") is one failure that says so
+(GPU_LOST), not a row of unreadable fields. The driver's own recovery action (``gpu_recovery_action``,
+R565+: None, GPU Reset, Node Reboot, Drain P2P, Drain and Reset) other than None is a failure with that
+action (GPU_RECOVERY_ACTION), and is named beside every other failing finding of that GPU.
+
+The NVLink fabric block (``<fabric>``, NVML's nvmlGpuFabricInfo: https://docs.nvidia.com/deploy/nvml-api/
+group__nvmlFabricDefs.html) is judged where the GPUs meet through NVSwitches or a multi-node NVLink domain
+(the profile's ``gpu.nvswitch`` or ``nvlink_domain``) and the board prints one with a state (A100 and older
+drivers print N/A: not judged, except on an NVLink-domain tray, whose GPUs cannot work without it):
+state ``Completed`` and status ``Success`` (NVML: the status is read only once the probe completed),
+NVLINK_FABRIC_NOT_TRAINED otherwise; health summary ``Healthy`` where printed (R570+), ``Limited
+Capacity`` or a bandwidth other than ``Full`` being NVLINK_FABRIC_DEGRADED and any other summary
+NVLINK_FABRIC_UNHEALTHY; on an NVLink-domain tray every GPU in one clique of one cluster (clusterUuid
+not all zeros), NVLINK_CLIQUE_MISMATCH otherwise (NVIDIA Health Validation's NVLink checks,
+https://docs.nvidia.com/health-validation/reference/checks/nvlink.md, judge the same fabric state).
 """
 from __future__ import annotations
+
+import collections
+import dataclasses
 
 from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Step
@@ -38,8 +57,76 @@ def judge(ctx: Context) -> list[Finding]:
                          fault="GPU_MISSING", action=faults.action("GPU_MISSING"))
                  for bus in gpu.bus_ids if bus.upper() not in seen]
     for index, g in enumerate(smi["gpus"]):
-        findings += _gpu(f"GPU{index} {g['bus_id']}", g, profile)
+        device = f"GPU{index} {g['bus_id']}"
+        if g.get("lost"):
+            findings.append(Finding(device=device, metric="lost", value=True, ok=False, expected=False,
+                                    fault="GPU_LOST", action=faults.action("GPU_LOST"),
+                                    detail=f"GPU is lost ({g.get('lost_reason') or 'nvidia-smi cannot read it'})"))
+            continue
+        findings += _with_recovery(g, _gpu(device, g, profile) + _fabric(device, g, profile))
+    findings += _clique(smi["gpus"], profile)
     return findings
+
+
+def _with_recovery(g: dict, findings: list[Finding]) -> list[Finding]:
+    """``findings`` of one GPU, with the driver's recovery action judged and named beside each failure."""
+    action = g.get("recovery_action")
+    if action is None or action.strip().lower() == "none":
+        return findings
+    device = findings[0].device
+    out = [dataclasses.replace(f, detail="; ".join(p for p in (f.detail, f"driver recovery action: {action}") if p))
+           if not f.ok else f for f in findings]
+    out.append(Finding(device=device, metric="recovery_action", value=action, ok=False, expected="None",
+                       fault="GPU_RECOVERY_ACTION", action=faults.action("GPU_RECOVERY_ACTION"),
+                       detail=f"the driver asks for: {action}"))
+    return out
+
+
+def _fabric(device: str, g: dict, profile) -> list[Finding]:
+    """The GPU's NVLink fabric block judged (see the module doc); [] where it does not apply."""
+    domain = profile.nvlink_domain is not None
+    if not (profile.gpu.nvswitch or domain):
+        return []
+    fabric = g.get("fabric") or {}
+    if fabric.get("state") is None and not domain:
+        return []
+    out = [expect(device, "fabric_state", fabric.get("state"), "Completed", "NVLINK_FABRIC_NOT_TRAINED")]
+    if fabric.get("state") == "Completed":
+        out.append(expect(device, "fabric_status", fabric.get("status"), "Success", "NVLINK_FABRIC_NOT_TRAINED"))
+    summary = fabric.get("health_summary")
+    if summary is not None:
+        degraded = summary.strip().lower() == "limited capacity"
+        out.append(expect(device, "fabric_health", summary, "Healthy",
+                          "NVLINK_FABRIC_DEGRADED" if degraded else "NVLINK_FABRIC_UNHEALTHY"))
+    if fabric.get("bandwidth") is not None:
+        out.append(expect(device, "fabric_bandwidth", fabric["bandwidth"], "Full", "NVLINK_FABRIC_DEGRADED"))
+    return out
+
+
+def _clique(gpus: list[dict], profile) -> list[Finding]:
+    """On an NVLink-domain tray: one clique of one cluster for every readable GPU (see the module doc)."""
+    if profile.nvlink_domain is None:
+        return []
+    seen = [((g.get("fabric") or {}).get("cluster_uuid"), (g.get("fabric") or {}).get("clique_id"))
+            for g in gpus if not g.get("lost")]
+    if not seen:
+        return []
+    (uuid, clique), count = collections.Counter(seen).most_common(1)[0]
+    out = []
+    for index, g in enumerate(gpus):
+        fabric = g.get("fabric") or {}
+        if g.get("lost"):
+            continue
+        got = (fabric.get("cluster_uuid"), fabric.get("clique_id"))
+        unset = got[0] is None or set(got[0].replace("-", "")) == {"0"}
+        if unset or got != (uuid, clique):
+            out.append(Finding(device=f"GPU{index} {g['bus_id']}", metric="fabric_clique",
+                               value=f"{got[0]}/{got[1]}", ok=False, expected=f"{uuid}/{clique}",
+                               fault="NVLINK_CLIQUE_MISMATCH", action=faults.action("NVLINK_CLIQUE_MISMATCH"),
+                               detail="no NVLink cluster assigned" if unset else
+                               f"clique {got[1]} of cluster {got[0]}, the tray's other GPUs ({count}) in clique "
+                               f"{clique} of {uuid}"))
+    return out
 
 
 def _gpu(device: str, g: dict, profile) -> list[Finding]:

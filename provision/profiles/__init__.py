@@ -41,7 +41,7 @@ import yaml
 from provision.errors import ProfileError
 from provision.profiles import hardware, release, schema
 from provision.profiles.frozen import freeze
-from provision.profiles.hardware import GPU, HCA, Hardware, Power, Topology
+from provision.profiles.hardware import GPU, HCA, Hardware, NVLinkDomain, Power, Topology
 from provision.results.model import Reference
 
 DATA_DIR = Path(__file__).with_name("data")
@@ -99,11 +99,16 @@ class Profile:
         return self.hardware.exclude_checks
 
     @property
+    def nvlink_domain(self) -> NVLinkDomain | None:
+        """The multi-node NVLink domain the node's GPUs belong to (GB200 NVL72), or None."""
+        return self.hardware.nvlink_domain
+
+    @property
     def stack(self) -> dict[str, str]:
-        """The software pins for this node: the stack release's, with its target's overrides.
-        Keys driver_branch, driver_version, cuda_version, cudnn_version, nccl_version,
-        nccl_cuda_version."""
-        return release.pins(self.target)
+        """The software pins for this node: its hardware's stack release line (``stack_line``; the default
+        line where it names none), with its target's overrides. Keys driver_branch, driver_version,
+        cuda_version, cudnn_version, nccl_version, nccl_cuda_version."""
+        return release.pins(self.target, self.hardware.stack_line)
 
     def has(self, feature: str) -> bool:
         """Whether the host has ``feature``: gpu, hca, nvlink, ecc (GPU memory that counts its errors:
@@ -258,6 +263,9 @@ def _parsed(path: Path, text: str) -> Profile:
         own = data["references"]
         data["references"] = {**own, **{k: v for k, v in site_references().items() if k not in own}}
     schema.validate(data, "profile", str(path))
+    if data.get("stack_line") is not None and data["stack_line"] not in release.lines():
+        raise ProfileError(f"{path}: stack_line: no release line {data['stack_line']!r} in {release.RELEASE}"
+                           f" (lines: {', '.join(release.lines()) or 'none'})")
     return Profile(data["name"], freeze(data), str(path))
 
 

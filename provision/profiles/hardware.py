@@ -68,6 +68,17 @@ class Topology:
 
 
 @dataclass(frozen=True)
+class NVLinkDomain:
+    """A multi-node NVLink domain (GB200/GB300 NVL72): ``gpus`` GPUs on ``nodes`` compute trays sharing one
+    NVLink fabric, the trays running the IMEX daemon (``imex``) rather than a host Fabric Manager."""
+
+    gpus: int
+    nodes: int
+    imex: bool
+    source: str
+
+
+@dataclass(frozen=True)
 class Power:
     """The whole node's maximum draw, for ``provision plan``'s rack budget and sizing."""
 
@@ -86,6 +97,8 @@ class Hardware:
     power: Power | None
     references: Mapping[str, Mapping[str, Reference]]  # check -> metric -> reference
     exclude_checks: tuple[str, ...]  # check ids left out of every check set (``--check-set``)
+    nvlink_domain: NVLinkDomain | None = None  # None: NVLink (if any) stays inside the node
+    stack_line: str | None = None  # the stack release line (stack_release.yaml ``lines``); None: the default
 
 
 def _pcie(raw: Mapping | None) -> PCIe | None:
@@ -102,6 +115,7 @@ def build(data: Mapping) -> Hardware:
     """The typed hardware of ``data``, a mapping ``profile.schema.json`` accepted. Numbers stay as the file
     writes them (400, not 400.0: a finding's expected value reads as the profile does)."""
     gpu, hca, topology, power = data["gpu"], data["hca"], data["topology"], data.get("power")
+    domain = data.get("nvlink_domain")
     nvlink = gpu.get("nvlink")
     return Hardware(
         description=str(data["description"]),
@@ -119,4 +133,7 @@ def build(data: Mapping) -> Hardware:
         power=Power(power["node_max_W"], str(power["source"])) if power else None,
         references=freeze({check: {metric: reference(row) for metric, row in rows.items()}
                            for check, rows in (data.get("references") or {}).items()}),
-        exclude_checks=tuple(data.get("exclude_checks") or ()))
+        exclude_checks=tuple(data.get("exclude_checks") or ()),
+        nvlink_domain=NVLinkDomain(int(domain["gpus"]), int(domain["nodes"]), bool(domain["imex"]),
+                                   str(domain["source"])) if domain else None,
+        stack_line=data.get("stack_line"))

@@ -1,9 +1,12 @@
 """The stack release: the software pins every node gets (``stack_release.yaml`` beside this module).
 
-``pins(target)`` is the release's pins with the overrides of ``target``, NVIDIA's repository
+``pins(target, line)`` is a release line's pins with the overrides of ``target``, NVIDIA's repository
 folder of the node (``ubuntu2404``...), applied: keys driver_branch, driver_version,
-cuda_version, cudnn_version, nccl_version, nccl_cuda_version. The roles read the same file
-(playbooks/group_vars/all.yml), so what is installed and what is checked are one thing.
+cuda_version, cudnn_version, nccl_version, nccl_cuda_version. The default line is the file's top level
+(``pins``, ``targets``); other lines (``lines: {blackwell: {pins, targets, reason, source}}``) are named by
+a hardware profile's ``stack_line``, so a B200 node gets driver 580 and CUDA 13 while an H100 node keeps
+its line. The roles read the same file (playbooks/group_vars/all.yml), so what is installed and what is
+checked are one thing.
 """
 from __future__ import annotations
 
@@ -29,11 +32,27 @@ def release() -> dict:
     return data
 
 
-def targets() -> dict:
-    """NVIDIA repository folder -> {pins, reason, source} where that folder's pins differ."""
-    return release()["targets"]
+def lines() -> tuple[str, ...]:
+    """The names of the release lines besides the default one."""
+    return tuple(release().get("lines") or {})
 
 
-def pins(target: str | None = None) -> dict[str, str]:
-    """The release's pins, with ``target``'s overrides when it has any."""
-    return {**release()["pins"], **(targets().get(target) or {}).get("pins", {})}
+def _line(line: str | None) -> dict:
+    """The default line (the file's top level) or line ``line``. Raises ProfileError for an unknown name."""
+    if line is None:
+        return release()
+    try:
+        return release()["lines"][line]
+    except KeyError:
+        raise ProfileError(f"{RELEASE}: no release line {line!r} (lines: {', '.join(lines()) or 'none'})") from None
+
+
+def targets(line: str | None = None) -> dict:
+    """NVIDIA repository folder -> {pins, reason, source} where that folder's pins differ, on ``line``."""
+    return _line(line)["targets"]
+
+
+def pins(target: str | None = None, line: str | None = None) -> dict[str, str]:
+    """Release line ``line``'s pins (None: the default line), with ``target``'s overrides when it has any.
+    Raises ProfileError for an unknown line."""
+    return {**_line(line)["pins"], **(targets(line).get(target) or {}).get("pins", {})}

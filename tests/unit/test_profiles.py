@@ -417,3 +417,39 @@ def test_a_bad_override_names_each_host_that_has_it():
 def test_ecc_is_a_feature_of_gpu_memory_that_counts_its_errors():
     assert profiles.load("h100-sxm5-80g-ndr").has("ecc") and profiles.load("a100-pcie-40g-hdr").has("ecc")
     assert not profiles.load("rtx4090-pcie").has("ecc")  # GDDR6X without ECC on GeForce: memory_error_mechanism none
+
+
+@pytest.mark.filterwarnings("ignore:AnsibleCollectionFinder has already been configured")
+@pytest.mark.parametrize("name", ["b200-hgx", "gb200-nvl72"])
+def test_a_blackwell_profile_gets_its_release_line_in_the_roles_and_the_checks(name):
+    noble = {"os_family": "Debian", "distribution": "Ubuntu", "distribution_version": "24.04",
+             "distribution_major_version": "24"}
+    profile = profiles.load(name).for_target("ubuntu2404")
+    line = release.release()["lines"]["blackwell"]["pins"]
+    # the default line's ubuntu2404 override (CUDA 12.5) is the default line's, not Blackwell's
+    assert profile.stack == line and profile.stack["driver_branch"] == "580"
+    got = playbook_vars(name, noble)
+    assert (got["nvidia_driver_version"], got["cuda_toolkit_version"], got["cudnn_version"], got["nccl_version"],
+            got["nccl_cuda_version"], got["cudnn_cuda_major"]) == (
+        line["driver_version"], line["cuda_version"], line["cudnn_version"], line["nccl_version"],
+        line["nccl_cuda_version"], "13")
+    assert profiles.load("h100-sxm5-80g-ndr").stack["driver_branch"] == release.release()["pins"]["driver_branch"]
+
+
+def test_gb200_is_an_nvlink_domain_tray_without_a_host_fabric_manager():
+    gb200 = profiles.load("gb200-nvl72")
+    assert gb200.nvlink_domain is not None and gb200.nvlink_domain.gpus == 72 and gb200.nvlink_domain.nodes == 18
+    assert gb200.gpu.count * gb200.nvlink_domain.nodes == gb200.nvlink_domain.gpus
+    assert gb200.gpu.nvswitch is False and gb200.nvlink_domain.imex is True
+    assert profiles.load("b200-hgx").nvlink_domain is None
+
+
+def test_a_profile_naming_an_unknown_release_line_names_the_file_and_the_lines(tmp_path):
+    text = (paths.ROOT / "provision/profiles/data/b200-hgx.yaml").read_text().replace(
+        "stack_line: blackwell", "stack_line: rubin")
+    path = tmp_path / "b200-rubin.yaml"
+    path.write_text(text)
+    with pytest.raises(ProfileError, match=r"b200-rubin.yaml: stack_line: no release line 'rubin' .*lines: blackwell"):
+        profiles.load(str(path))
+    with pytest.raises(ProfileError, match=r"no release line 'rubin'"):
+        release.pins(None, "rubin")

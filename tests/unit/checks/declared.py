@@ -11,7 +11,8 @@ SuperBench's per-benchmark data (tests/data/<bench>.log) do. A case::
       profile: h100-sxm5-80g-ndr          # optional: the file's ``profile`` otherwise
       site: sim                           # optional: the simulated rack's site facts (storage)
       variant: {gpu.count: 9}             # optional: dotted paths set on the profile (null deletes;
-                                          # site.<key> edits the site facts)
+                                          # site.<key> edits the site facts; stack.<pin> is the pin a site
+                                          # sets in its inventory, e.g. stack.driver_version)
       hosts: 4                            # optional: the job's host count (pair checks 2, else 1)
       outcome: fail                       # pass | fail | error
       message: ["GPU3 00000000:5D:00.0: remapped_rows_pending"]  # fragments the message must hold;
@@ -84,10 +85,23 @@ class Case:
         return [text.format(stack=profile.stack) for text in self.message]
 
 
+@dataclass(frozen=True)
+class SitePinned(profiles.Profile):
+    """A profile whose stack pins a site changed (its inventory's nvidia_driver_version and the like)."""
+
+    pins: dict = field(default_factory=dict)
+
+    @property
+    def stack(self) -> dict[str, str]:
+        return {**super().stack, **self.pins}
+
+
 def variant(base: profiles.Profile, name: str, changes: dict) -> profiles.Profile:
     """A copy of ``base`` named ``name`` with dotted paths ("gpu.count", "site.storage.slaves") set to new
-    values (None deletes the key)."""
+    values (None deletes the key); "stack.<pin>" sets a pin as a site's inventory does."""
     data, site = copy.deepcopy(base.data), copy.deepcopy(base.site)
+    pins = {path.split(".", 1)[1]: value for path, value in changes.items() if path.startswith("stack.")}
+    changes = {path: value for path, value in changes.items() if not path.startswith("stack.")}
     for path, value in changes.items():
         *parents, last = path.split(".")
         node = {"site": site, **data} if parents[:1] == ["site"] else data
@@ -97,7 +111,10 @@ def variant(base: profiles.Profile, name: str, changes: dict) -> profiles.Profil
             node.pop(last)
         else:
             node[last] = value
-    return dataclasses.replace(base, name=name, data=data, path=f"{base.path} ({name})", site=site)
+    changed = dataclasses.replace(base, name=name, data=data, path=f"{base.path} ({name})", site=site)
+    if not pins:
+        return changed
+    return SitePinned(changed.name, changed.data, changed.path, changed.target, changed.site, pins=pins)
 
 
 def folders() -> list[Path]:
