@@ -18,14 +18,20 @@ HELPERS = {"plausible", "__init__", "base", "rules", "faults", "references"}
 CODE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # GPU_MISSING, XID_79
 
 
+def _declares_a_check(tree: ast.Module) -> bool:
+    """Whether a module of provision/checks/ declares a check (a top-level ``CHECK = ...``), not a helper."""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CHECK" for t in n.targets)
+               for n in tree.body)
+
+
 def codes_in_source() -> dict[str, set[str]]:
     """Check module -> the fault codes written in it (string constants shaped like a code),
     plus the codes xid builds from its Xid numbers."""
     out = {}
     for path in sorted(CHECKS_DIR.glob("*.py")):
-        if path.stem in HELPERS:
-            continue
         tree = ast.parse(path.read_text())
+        if path.stem in HELPERS or not _declares_a_check(tree):
+            continue
         out[path.stem] = {n.value for n in ast.walk(tree)
                           if isinstance(n, ast.Constant) and isinstance(n.value, str) and CODE.match(n.value)}
     out["xid"] |= {xid.code(n) for n in xid.SEVERITY} | {xid.code(-1)}
