@@ -1,12 +1,22 @@
-"""Bench: adaptive localization (provision.fabric.localize) against three pairwise schemes.
+"""Bench: adaptive localization (provision.fabric.localize) against NVIDIA's adaptive scheme and three
+pairwise schemes.
 
 Prints figures, never passes or fails. Fabric: ``synth.fat_tree``, NDR radix 64, one plane (faults on
-rail 0; a pair test covers every plane at once, so more planes change costs, not rounds), leaves of 32
-hosts (16 and 32 hosts: two leaves of N/2), spines the fewest that divide a leaf's uplinks and fit 64
-ports. Faults placed at random per trial: bad nodes (factor U(0.5, 0.8): a throttled GPU, PCIe at half
-width), a bad HCA (0.5: link trained at 2x or HDR), one bad leaf-spine cable (0.25 or 0.5: 1x or 2x).
+rail 0; a pair test covers every plane at once, so more planes change costs, not rounds), hosts filling
+leaves of 32 in order (16 and 32 hosts: two leaves of N/2), 32 uplinks a leaf, spines the fewest that
+divide them and fit 64 ports. Where N is no multiple of 32 the last leaf is part-filled with all its
+uplinks cabled, as a scalable unit's leaf is before its racks arrive: 232 = 7 x 32 + 8, 1,250 = 39 x 32
++ 2 (a leaf of 2 hosts and 32 uplinks). Faults placed at random per trial: bad nodes (factor U(0.5, 0.8):
+a throttled GPU, PCIe at half width), a bad HCA (0.5: link trained at 2x or HDR), one bad leaf-spine cable
+(0.25 or 0.5: trained at 1x or 2x, which ibnetdiscover reads too).
 
-Schemes, every test of the three baselines a 2-node all-reduce (a slow node, HCA or cable on either
+Schemes:
+  localize     ours, as the cluster procedure runs it: the localizer's suspects, a cable that traffic cannot
+               tell from its twin (two-leaf fabrics: leaf A's j-th uplink and leaf B's carry the same
+               routes under D-mod-k) settled by the fabric discovery's width (``settle_twins``).
+  nvcre-diag   NVIDIA Cluster Readiness Engine's diagnose mode (screen, bisect, confirm, probe the
+               boundary between two passing halves; bench/_nvcre.py), all-reduce tests, names nodes.
+Every test of the three pairwise baselines a 2-node all-reduce (a slow node, HCA or cable on either
 direction's route fails it; they cannot tell node from HCA, so they name nodes only):
   round-robin  SuperBench's pair-wise pattern, every pair once in N-1 rounds (circle method;
                https://github.com/microsoft/superbenchmark, superbench/common/utils/gen_traffic_pattern_config.py);
@@ -19,19 +29,21 @@ direction's route fails it; they cannot tell node from HCA, so they name nodes o
 Healthy tests never fail here (noise 2% < 1 - threshold), so round-robin is counted from the tests that
 touch a fault only (its N(N-1)/2 tests would not fit the run time), which gives the same verdicts.
 
-Wall time: the sum over rounds of the round's longest test. A collective over n hosts: ``--launch-s``
-(mpirun start and NCCL init: an assumption, measure on site) plus (iters + warmup) x the sweep's bytes
-x 2(n-1)/n / busbw, busbw = the profile's HCAs x rate (the all_reduce_perf sweep of the profile's
-nccl_allreduce row; small sizes' latency, well under a second, left out). A pair: per HCA, one after
-another as the ib_write_bw check's steps run (provision/engine/burnin.py), the profile's duration_s
-plus ``--setup-s`` (perftest connection set-up; an assumption). A probe: a pair plus a 2-host collective.
-Precision and recall count exact components (kind, host, rail, cable); a cable suspect with
-alternatives (two-leaf fabrics, see the localizer) counts each alternative as named. ``R_host``: faulty
-hosts named under any kind.
+Wall time: the sum over rounds of the round's longest chain of tests (tests sharing a host run one
+after another, as the engine's scheduler runs them: a fan's pair tests, a probe and its way back). A
+collective over n hosts: ``--launch-s`` (mpirun start and NCCL init: an assumption, measure on site)
+plus (iters + warmup) x the sweep's bytes x 2(n-1)/n / busbw, busbw = the profile's HCAs x rate (the
+all_reduce_perf sweep of the profile's nccl_allreduce row; small sizes' latency, well under a second,
+left out). A pair: per HCA, one after another as the ib_write_bw check's steps run
+(provision/engine/burnin.py), the profile's duration_s plus ``--setup-s`` (perftest connection set-up;
+an assumption). A probe: a pair plus a 2-host collective. Precision and recall count exact components
+(kind, host, rail, cable); a cable suspect with alternatives left counts each alternative as named.
+``R_host``: faulty hosts named under any kind.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import random
 import statistics
@@ -43,13 +55,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _nvcre import Nvcre  # noqa: E402
 from _oracle import Faults, Oracle  # noqa: E402
 from provision import profiles  # noqa: E402
-from provision.fabric.localize import Localizer, Routes  # noqa: E402
+from provision.engine.cluster import settle_twins  # noqa: E402
+from provision.fabric.localize import Localizer, Routes, expected_rounds  # noqa: E402
 from provision.profiles import Profile  # noqa: E402
 from provision.sim.synth import fat_tree  # noqa: E402
 
-SIZES = (16, 32, 64, 128, 256, 512, 1024, 1250)
+SIZES = (16, 32, 64, 128, 232, 256, 512, 1024, 1250)
 CONFIGS = {"1n+1c": (1, 0), "2n+1c": (2, 0), "3n+1c": (3, 0), "1h+1c": (0, 1)}  # (bad nodes, bad HCAs)
 PER_LEAF, RADIX = 32, 64  # NDR QM9700: 64 ports, half down, half up (non-blocking)
 IMBUE_ROUNDS = 15  # the issue's figure for Imbue's random re-pairing
@@ -80,6 +94,7 @@ class Durations:
         ib = profile.required_reference("ib_write_bw", "bw_avg_Gbps").params
         self.pair_s = profile.hca.count * (ib["duration_s"] + setup_s)
         self.launch_s = launch_s
+        self.profile = profile
 
     def group(self, n: int) -> float:
         return self.launch_s + self.sweep_bytes * 2 * (n - 1) / n / self.busbw_Bps
@@ -116,12 +131,31 @@ def ours(fabric, hosts, routes, faults, seed, dur):
         wall += dur.round(tests_)
         tests += len(tests_)
     named = set()
-    for s in loc.suspects():
+    for s in discovered(loc.suspects(), fabric, faults, dur.profile):
         if s.kind == "cable":
             named |= {("cable", s.rail, c["id"]) for c in [s.cable, *s.alternatives]}
         else:
             named.add(("node", s.host) if s.kind == "node" else ("hca", s.host, s.rail))
     return len(loc.rounds), loc.node_phase_rounds, tests, wall, named
+
+
+def discovered(suspects, fabric, faults, profile):
+    """The suspects as the cluster procedure reports them: a cable that traffic cannot tell from its twins
+    is settled by the fabric discovery (``settle_twins``), which reads each faulty cable at the width its
+    factor implies (0.25: 1x, 0.5: 2x), as ibnetdiscover would."""
+    if not any(s.alternatives for s in suspects):
+        return suspects
+    saved = []
+    for (rail, cid), factor in faults.cables.items():
+        links = fabric.plane_of(rail).links
+        i = next(i for i, lk in enumerate(links) if lk.id == cid)
+        saved.append((links, i, links[i]))
+        links[i] = dataclasses.replace(links[i], width=f"{max(1, round(4 * factor))}x")
+    try:
+        return settle_twins(suspects, fabric, profile)
+    finally:
+        for links, i, lk in saved:
+            links[i] = lk
 
 
 def pair_fails(oracle, a, b) -> bool:
@@ -181,11 +215,12 @@ def score(named: set, truth: set) -> tuple[int, int, int, int, int]:
     return len(named & truth), len(named), len(truth), len(truth_hosts & named_hosts), len(truth_hosts)
 
 
-SCHEMES = ("localize", "round-robin", "imbue-15", "chs-2pass")
+SCHEMES = ("localize", "nvcre-diag", "round-robin", "imbue-15", "chs-2pass")
 
 
 def cell(n, config, trials, dur, fabric_cache):
     hosts, fabric, routes, by_leaf = fabric_cache
+    leaves = list(by_leaf.values())  # rail 0's leaves, in host order (hosts fill leaves in order)
     nodes, hcas = CONFIGS[config]
     stats = {s: {"rounds": [], "node": [], "tests": [], "wall": [], "score": [0] * 5} for s in SCHEMES}
     for trial in range(trials):
@@ -199,6 +234,8 @@ def cell(n, config, trials, dur, fabric_cache):
         for name, (r, t, nm) in (("round-robin", round_robin(hosts, routes, faults, oracle, by_leaf)),
                                  ("imbue-15", imbue(hosts, oracle, rng)), ("chs-2pass", chs(hosts, oracle, rng))):
             _add(stats[name], r, t, r * pair_s, score(nm, truth))
+        r, t, nm, rings = Nvcre(oracle, leaves).run()
+        _add(stats["nvcre-diag"], r, t, sum(max(dur.group(len(x)) for x in rnd) for rnd in rings), score(nm, truth))
     return stats
 
 
@@ -221,7 +258,7 @@ def row(n, config, scheme, st) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--trials", type=int, default=200, help="trials per cell (default 200)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 10 trials, N up to 256")
     ap.add_argument("--profile", default="h100-sxm5-80g-ndr", help="profile whose test params time the tests")
@@ -229,7 +266,7 @@ def main(argv=None) -> None:
     ap.add_argument("--setup-s", type=float, default=2.0, help="ib_write_bw set-up seconds per HCA (assumption)")
     args = ap.parse_args(argv)
     dur = Durations(profiles.load(args.profile), args.launch_s, args.setup_s)
-    sizes, trials = (SIZES[:5], 10) if args.quick else (SIZES, args.trials)
+    sizes, trials = (SIZES[:6], 10) if args.quick else (SIZES, args.trials)
     print(f"# profile {args.profile}: group(32) {dur.group(32):.0f} s, 2-host collective {dur.group(2):.0f} s, "
           f"pair {dur.pair_s:.0f} s ({dur.pair_s / 8:.0f} s x 8 HCAs); threshold {THRESHOLD}; {trials} trials/cell")
     print(f"{'N':>5} {'faults':>6} {'scheme':<11} {'rounds':>7} {'max':>5} {'node':>4} {'tests':>9} {'wall_h':>7} "
@@ -242,6 +279,11 @@ def main(argv=None) -> None:
         by_leaf: dict = {}
         for h in hosts:
             by_leaf.setdefault((0, routes.leaf(0, h)), []).append(h)
+        sizes_ = sorted({len(v) for v in by_leaf.values()}, reverse=True)
+        per_leaf = sizes_[0]
+        print(f"# N={n}: {len(by_leaf)} leaves of {'/'.join(map(str, sizes_))} hosts, "
+              f"{len(fabric.plane_of(0).spines())} spines; bound log2(N)+1 = {math.log2(n) + 1:.1f}; "
+              f"expected_rounds {expected_rounds(n, per_leaf)}", flush=True)
         for config in CONFIGS:
             stats = cell(n, config, trials, dur, (hosts, fabric, routes, by_leaf))
             for scheme in SCHEMES:

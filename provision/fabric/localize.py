@@ -52,6 +52,9 @@ PROBE_MAX = 3
 TRIES = 3
 # Probe errors after which a host is given up as unknown (one retry with another partner).
 PROBE_ERRORS = 2
+# Probes again of a host whose probe left it ambiguous (a cross-leaf partner's route uncleared): one, with a
+# partner whose routes carry no suspect cable, is enough when at most one cable is bad.
+REPROBES = 1
 # Candidate routes examined per target cable and round: bounds planning at O(cables x SCAN) route look-ups
 # (the bench's 1,250 hosts: ~20k a round); the first route covering two new cables ends the scan anyway.
 SCAN = 16
@@ -208,6 +211,7 @@ class Localizer:
         self._flaky: set[str] = set()
         self._probe: list[str] = []
         self._probe_errors: dict[str, int] = {}
+        self._probed: dict[str, int] = {}  # host -> probes planned for it
         self._covered: set[tuple] = set()
         self._tries: dict[tuple, int] = {}
         self._planned: list[Test] | None = None
@@ -251,30 +255,47 @@ class Localizer:
 
     def _plan_probes(self, busy: set[str], dirs: set[tuple]) -> list[Test]:
         tests, waiting = [], []
+        named, open_sets = self._explain()
+        suspect = {c for u in open_sets for c in u if c[0] == "cable"} | {c for c in named if c[0] == "cable"}
         for s in self._probe:
-            g = self._partner(s, busy, dirs)
+            g = self._partner(s, busy, dirs, suspect)
             if g is None:
                 waiting.append(s)
                 continue
             tests.append(Test("probe", (g, s), "confirm"))
+            if self._cables_between(g, s):  # the way back too: cables cleared, a low collective names the node
+                tests.append(Test("pair", (s, g), "confirm"))
+            self._probed[s] = self._probed.get(s, 0) + 1
             busy.update((g, s))
             self._claim(dirs, g, s)
             self._claim(dirs, s, g)
         self._probe = waiting
         return tests
 
-    def _partner(self, s: str, busy: set[str], dirs: set[tuple]) -> str | None:
-        """A known-good idle host: on ``s``'s leaves if any, else anywhere the two routes are free."""
+    def _partner(self, s: str, busy: set[str], dirs: set[tuple], suspect: set[tuple]) -> str | None:
+        """A known-good idle host: on ``s``'s leaves if any, else one whose two routes are free this round,
+        all their cables cleared if any is, else none suspect if any is, else any."""
         def ok(h: str) -> bool:
             return h != s and h in self._good and h not in busy and h not in self._flaky
         same = [h for h in self._on_leaf.get((0, self._key[s][0]), []) if self._key[h] == self._key[s]]
         for h in same:
             if ok(h):
                 return h
+        best, rank = None, 3
         for h in self.hosts:
             if ok(h) and not (self._keys(s, h) & dirs) and not (self._keys(h, s) & dirs):
-                return h
-        return None
+                cables = self._cables_between(s, h)
+                r = 0 if cables <= self._cleared else 1 if not cables & suspect else 2
+                if r < rank:
+                    best, rank = h, r
+                    if r == 0:
+                        break
+        return best
+
+    def _cables_between(self, a: str, b: str) -> set[tuple]:
+        """The leaf-spine cables of a->b and b->a on every rail."""
+        return {("cable", r, cid) for r in self.rails for x, y in ((a, b), (b, a))
+                for cid in self.routes.middle(r, x, y)}
 
     def _keys(self, src: str, dst: str) -> set[tuple]:
         """Directed cable uses of src->dst on every rail: (rail, link id, 0 up | 1 down)."""
@@ -412,8 +433,23 @@ class Localizer:
                     self._good.add(h)
         for t in failed:
             self._split(t)
+        self._reprobe()
         if any(o.test.kind != "pair" for o in observations):
             self.node_phase_rounds = rnd
+
+    def _reprobe(self) -> None:
+        """Probe again, once, a host whose probe failed with cables of its partner's routes uncleared and no
+        named suspect explaining it (its partner was on another leaf): its partner next time is one whose
+        routes carry no suspect cable."""
+        named = self._explain()[0]
+        for f in self._fails:
+            if f.ev["test"] != "probe":
+                continue
+            host = f.ev["hosts"][1]
+            unc = f.comps - self._cleared
+            if len(unc) > 1 and not unc & named and self._probed.get(host, 0) < 1 + REPROBES \
+                    and host not in self._probe and host not in self._unknown:
+                self._probe.append(host)
 
     def _host_cleared(self, h: str) -> bool:
         return ("node", h) in self._cleared and all(("hca", h, r) in self._cleared for r in self.rails)

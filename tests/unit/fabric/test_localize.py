@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from provision.fabric import localize
 from provision.fabric.localize import Localizer, Observation, Routes, expected_rounds
 from provision.fabric.localize import Test as Job
 from provision.sim.synth import fat_tree
@@ -54,8 +55,11 @@ def drive(loc: Localizer, oracle: Oracle, limit: int = 40) -> None:
 
 
 def assert_disjoint(tests):
-    """No host in two tests of a round, but a fan's client: the client of several pair tests (the engine
-    runs them one after another), in no test of another kind and no test's server."""
+    """No host in two tests of a round, but those the engine runs one after another: a fan's client (the
+    client of several pair tests, in no test of another kind and no test's server) and a probe's way back
+    (a pair test on the probe's two hosts)."""
+    probes = {frozenset(t.hosts) for t in tests if t.kind == "probe"}
+    tests = [t for t in tests if not (t.kind == "pair" and frozenset(t.hosts) in probes)]
     clients = [t.hosts[1] for t in tests if t.kind == "pair"]
     others = [h for t in tests for h in (t.hosts[:1] if t.kind == "pair" else t.hosts)]
     assert len(others) == len(set(others)) and not set(others) & set(clients), "a host in two tests of one round"
@@ -182,10 +186,25 @@ def test_a_slow_node_and_a_bad_cable_of_its_leaf_are_both_named(n):
     assert any(n[0] == "cable" for n in names(loc)) and loc.unknown()["hosts"] == []
 
 
-def test_a_slow_node_behind_a_bad_cable_is_unjudged_as_masked_and_the_evidence_quotes_the_run_rounds():
-    """4 hosts on 2 leaves: the bad cable explains every low test of the slow node as well, so the
-    node is neither cleared nor named, and the reason says so (not "kept failing to run"). With a pair
-    round before it, the localizer's first round is the run's round 2."""
+def test_a_slow_node_behind_a_bad_cable_is_probed_again_on_its_leaf_and_named():
+    """4 hosts on 2 leaves: the slow node's probe with a partner on the other leaf crosses the bad cable both
+    ways, so it tells nothing; probed again with its leaf's host (known good by then) it is named, and the
+    cable with its twin."""
+    hosts, fabric = setup(4)
+    bad = uplink(fabric, 0, hosts[2], 1)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, nodes={hosts[3]: 0.7}, cables={(0, bad.id): 0.25}))
+    assert {n for n in names(loc) if n[0] == "node"} == {("node", hosts[3], None)}
+    (cable,) = [n for n in names(loc) if n[0] == "cable"]
+    assert bad.id in cable and loc.unknown() == {"hosts": [], "why": {}, "cables": []}
+    assert [o.test.hosts for o in loc.rounds[-1]] == [(hosts[2], hosts[3])]
+
+
+def test_a_slow_node_behind_a_bad_cable_is_unjudged_as_masked_and_the_evidence_quotes_the_run_rounds(monkeypatch):
+    """4 hosts on 2 leaves, no probe again (REPROBES 0, as before re-probing): the bad cable explains every
+    low test of the slow node as well, so the node is neither cleared nor named, and the reason says so
+    (not "kept failing to run"). With a pair round before it, the localizer's first round is the run's round 2."""
+    monkeypatch.setattr(localize, "REPROBES", 0)
     hosts, fabric = setup(4)
     bad = uplink(fabric, 0, hosts[2], 1)
     loc = Localizer(fabric, hosts, THRESHOLD, first_round=2)
