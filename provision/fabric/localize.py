@@ -18,6 +18,11 @@ touches no leaf-spine cable, so a failure is a node or an HCA). A failing group 
 together; a failing group of 2-3 hosts has each host probed with its own known-good partner (node
 and every HCA cleared; same leaf first, so no cable is involved): collective low with every rail
 passing names the node, a low rail names that HCA, all passing is a false alarm (the host is cleared).
+A partner on another leaf (its own leaf has no healthy host free) puts cables on the collective's two
+routes, so the probe then runs its way back too (a pair test partner -> host: both routes' cables and
+the HCAs cleared, a low collective still names the node); a probe left ambiguous all the same (a cable
+on its routes below the threshold) is run once more (``REPROBES``) with a partner whose routes carry no
+suspect cable, its own leaf's first.
 Bound: a leaf group of G hosts (G <= 32 on an NDR radix-64 leaf) holding faults is resolved in
 ceil(log2 G) group rounds plus one probe round, so one bad node among N is named within
 log2(N)+1 rounds; faults in other groups go in parallel and two faults within 2(log2(N)+1) (only a
@@ -27,7 +32,12 @@ Cable phase. From round 2, hosts already known good and idle fill the round with
 tests chosen so that every leaf-spine cable of every plane carries traffic in some round (routes from
 ``Plane.route``, D-mod-k); a failing route's cables that no passing route cleared are then re-tested
 one at a time on routes whose other cable is cleared. The tests of one round share no cable in the
-same direction, so no test slows another. Left over at the end, a cable shared by two or more
+same direction, so no test slows another. A leaf with fewer hosts than its uplinks need (the last,
+part-filled leaf of 1,250 nodes: 2 hosts, 32 uplinks) makes its hosts *fans*: each the client of several
+pair tests in one round, to distinct servers, which the engine runs one after another at line rate (a
+host's jobs never overlap), so that every leaf's uplinks have carried traffic by round ``1 + COVER_ROUNDS``
+and localization stays within log2(N)+1 rounds (the fan's pair tests cost wall time, not rounds: two
+hosts can load only two uplinks at a time). Left over at the end, a cable shared by two or more
 unexplained failing routes is named by parsimony (one bad cable explains both).
 
 Confidence of a suspect: ``1 - prod(1 - s_e / m_e)`` over the failing channels e that contain it,
