@@ -170,6 +170,8 @@ def _plan_parser(sub) -> None:
     pl.add_argument("--pue", type=float, help="power usage effectiveness of the facility (default 1.2)")
     pl.add_argument("--node-power-W", type=float, help="a node's maximum power in W (instead of the profile's "
                     "power.node_max_W; needed where the profile has none)")
+    pl.add_argument("--switch-power-W", type=float, help="an InfiniBand switch's maximum power in W, from its "
+                    "datasheet (without it the switches' power is printed as unknown)")
     pl.add_argument("--accept-unknown", action="store_true", help="exit 0 when the only findings the tables "
                     "cannot judge are unknown (default: exit 7)")
 

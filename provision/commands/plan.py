@@ -13,13 +13,13 @@ from provision.errors import ExitStatus, ProvisionError
 def main(args: argparse.Namespace) -> int:
     return plan(args.inventory, arguments.limit(args.limit), arguments.vault(args), args.gpus, args.profile,
                 args.switch_radix, args.oversubscription, args.pue, args.node_power_W, out=say, err=warn,
-                accept_unknown=args.accept_unknown)
+                accept_unknown=args.accept_unknown, switch_W=args.switch_power_W)
 
 
 def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None, vault: inv.Vault = inv.Vault(),
          gpus: int | None = None, profile: str | None = None, radix: int = 64, oversubscription: str = "1:1",
          pue: float | None = None, node_W: float | None = None, out=print, err=print,
-         accept_unknown: bool = False) -> ExitStatus:
+         accept_unknown: bool = False, switch_W: float | None = None) -> ExitStatus:
     """With ``gpus`` and ``profile``, the cluster sizing; else the plan of the inventory, touching no
     node. Exit 1 when it finds an error, 2 for bad input (a host the plan could not read is named on
     ``err``, the others still planned), 7 (``UNCHECKED``) when the tables do not cover part of the stack
@@ -27,7 +27,7 @@ def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None,
     from provision.plan import planner
 
     if gpus is not None or profile is not None:
-        return _sizing(gpus, profile, radix, oversubscription, pue, node_W, out)
+        return _sizing(gpus, profile, radix, oversubscription, pue, node_W, out, switch_W)
     if not inventory_args:
         raise ProvisionError("plan: give -i INVENTORY (check its stack and hardware) or --gpus N --profile P (size)")
     inventory = inv.read(inv.resolve_all(inventory_args), vault, limit)
@@ -61,14 +61,14 @@ def _verdict(found, accept_unknown: bool, out) -> ExitStatus:
 
 
 def _sizing(gpus: int | None, profile: str | None, radix: int, oversubscription: str, pue: float | None,
-            node_W: float | None, out) -> ExitStatus:
+            node_W: float | None, out, switch_W: float | None = None) -> ExitStatus:
     """``provision plan --gpus N --profile P``: the sizing and the profile's hardware balance."""
     from provision.plan import hardware, sizing
 
     if gpus is None or profile is None:
         raise ProvisionError("plan: --gpus and --profile go together (the sizing of N GPUs of a profile)")
     chosen = profiles.load(profile)
-    result = sizing.size(gpus, chosen, radix, oversubscription, sizing.PUE if pue is None else pue, node_W)
+    result = sizing.size(gpus, chosen, radix, oversubscription, sizing.PUE if pue is None else pue, node_W, switch_W)
     for line in result.lines():
         out(line)
     for finding in hardware.balance(chosen):

@@ -4,6 +4,7 @@ import pytest
 
 from provision import profiles
 from provision.fabric import schedule
+from provision.plan import sizing
 from provision.sim import synth
 from provision.sim import rack
 
@@ -65,3 +66,13 @@ def test_the_rack_of_128_nodes_needs_no_scenario():
     switches = {s["id"] for s in world["planes"][0]["switches"]}
     leaves = {c["a"] for c in cables if c["b"] not in switches}
     assert len(leaves) == 4 and len(switches) == 6
+
+
+@pytest.mark.parametrize("hosts,radix", [(128, 64), (1024, 64), (1250, 64), (2048, 64), (64, 40), (800, 40)])
+def test_the_plans_sizing_cables_a_tree_as_the_simulated_rack_does(hosts, radix):
+    # provision plan's tree (provision.plan.sizing.tree, issue 23: every leaf the same whole number of cables to
+    # every spine) and the simulated fabric agree wherever both have a spine layer of more than two leaves
+    shape = synth.size(hosts, radix)
+    tree = sizing.tree(hosts, radix, radix // 2, radix // 2)
+    assert (tree.zones, tree.leaves, tree.spines) == (1, shape.leaves, shape.spines)
+    assert tree.per_pair == shape.uplinks // shape.spines

@@ -86,7 +86,9 @@ def test_sizing_prints_its_figures():
                      "--node-power-W", "4000")
     assert proc.returncode == 0, proc.stderr
     assert "1250 nodes, 1250 HCAs" in proc.stdout and "one plane, each in 2 zones" in proc.stdout
-    assert "32 leaves and 16 spines per tree; 64 leaves, 32 spines, 96 in all" in proc.stdout
+    # issue 23: 20 spines per zone, one cable from every leaf to every spine (16 spines left 1.25 cables a pair)
+    assert ("32 leaves and 20 spines per tree, 1 cable from every leaf to every spine; 64 leaves, 40 spines, 104 in all"
+            in proc.stdout)
     assert "cables: 1250 HCA-leaf + 1280 leaf-spine = 2530" in proc.stdout
     assert "GPUs 2.50 MW; IT 5.00 MW at maximum power, facility 6.00 MW at PUE 1.2" in proc.stdout
 
@@ -153,3 +155,13 @@ def test_a_stack_outside_the_tables_is_unknown_exit_7_unless_accepted(tmp_path):
     accepted = provision("plan", "-i", inventory, "--accept-unknown")
     assert accepted.returncode == 0, accepted.stdout
     assert "plan: 1 unknown accepted (--accept-unknown)" in accepted.stdout
+
+
+def test_sizing_prints_storage_management_and_switch_power():
+    proc = provision("plan", "--gpus", "10000", "--profile", "h100-sxm5-80g-ndr", "--switch-power-W", "1500")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "40 leaves and 32 spines per tree, 1 cable from every leaf to every spine" in out and "576 in all" in out
+    assert "storage: 237 storage servers" in out and "management: 40 management servers and 40 UFM appliances" in out
+    assert "switches x 1500 W = " in out and "(IT with switches " in out
+    assert "(6 rounds, the localizer's expected_rounds on this tree)" in out
