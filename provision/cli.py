@@ -146,14 +146,17 @@ def _history_option(c: argparse.ArgumentParser) -> None:
 
 
 def _history_parser(sub) -> None:
-    his = sub.add_parser("history", help="print the nodes' stored measurements across runs, or `history import "
-                         "RUN_DIR...` to load runs made before the history existed")
+    his = sub.add_parser("history", help="per node its last runs, verdicts, regressions with their baseline and "
+                         "stack changes (--rows: the stored measurements), or `history import RUN_DIR...` to load "
+                         "runs made before the history existed")
     his.add_argument("action", nargs="*", metavar="import RUN_DIR", help="import these run folders (or run ids)")
     his.add_argument("--host")
     his.add_argument("--check")
     his.add_argument("--metric")
     his.add_argument("--since", metavar="DATE", help="runs started at or after this ISO date or time (UTC)")
-    his.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    his.add_argument("--rows", action="store_true", help="print the stored rows (run, time, host, check, device, "
+                     "metric, value, unit, outcome) instead of the per-host summary")
+    his.add_argument("--json", action="store_true", help="print JSON instead of text")
     _history_option(his)
 
 

@@ -1,5 +1,6 @@
-"""``provision history``: the nodes' stored measurements across runs, or ``history import RUN_DIR...`` to
-load runs made before the history existed."""
+"""``provision history``: per node a summary of its runs (verdicts, regressions with their baseline, stack
+changes), its stored measurements with ``--rows``, or ``history import RUN_DIR...`` to load runs made before
+the history existed."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,8 @@ from provision.results.store import RunStore
 
 def main(args: argparse.Namespace) -> int:
     if not args.action:
-        return history(args.history, args.host, args.check, args.metric, args.since, args.json, out=say)
+        return history(args.history, args.host, args.check, args.metric, args.since, args.json, out=say,
+                       rows=args.rows)
     if args.action[0] != "import":
         raise ProvisionError(f"history: unknown action {args.action[0]!r} (use `history import RUN_DIR...` "
                              "or filters such as --host)")
@@ -23,14 +25,26 @@ def main(args: argparse.Namespace) -> int:
 
 
 def history(history_arg: str | None, host: str | None = None, check: str | None = None, metric: str | None = None,
-            since: str | None = None, as_json: bool = False, out=print) -> ExitStatus:
-    """Print the stored measurements matching the filters, oldest run first: a table (run, time, host,
-    check, device, metric, value, unit, outcome) or JSON rows. The file is opened read-only. Raises
-    ProvisionError (exit 2) for a bad ``since``, a missing history file or one that is not a history
-    database, or one that stays locked."""
-    from provision.history import db
+            since: str | None = None, as_json: bool = False, out=print, rows: bool = False) -> ExitStatus:
+    """Print per host (``host``, else every host stored) a summary (``provision.history.summary``): its
+    last runs and verdicts, its regressions with their baseline (the median and the gate), its stack
+    changes, and the series where the own-median gate cannot fire (its gate line, ``own_pct`` below the
+    median, at or under the check's lower bound: an H100's ib_write_bw at the default 5 %, whose lower
+    bound is itself 5 % under line rate), as text or JSON. With ``rows``, the stored measurements matching
+    the filters instead, oldest run first: a table (run, time, host, check, device, metric, value, unit,
+    outcome) or JSON rows. The file is opened read-only. Raises ProvisionError (exit 2) for a bad
+    ``since``, a missing history file or one that is not a history database, or one that stays locked."""
+    from provision.history import db, summary
 
     when = _since(since) if since else None
+    if not rows:
+        found_hosts = db.read(db.path(history_arg), lambda conn: [
+            summary.summarize(conn, name, check, metric, when) for name in summary.hosts(conn, host, when)])
+        text = ([json.dumps([s.to_dict() for s in found_hosts], indent=1)] if as_json
+                else summary.lines(found_hosts) or [f"no run of {host or 'any host'} in the history"])
+        for line in text:
+            out(visible(line, newlines=False) if not as_json else line)
+        return ExitStatus.OK
     found = db.read(db.path(history_arg), lambda conn: db.rows(conn, host, check, metric, when))
     if as_json:
         out(json.dumps([vars(r) for r in found], indent=1))

@@ -12,6 +12,10 @@ Tables (after every migration)::
                                                            (value REAL for numbers, TEXT otherwise); a
                                                            result without findings is one row, device and
                                                            metric '' and value NULL
+    refs(run_id, host, check_id, device, metric, reference, lower, detail)   per finding judged against a
+                                                           reference or carrying a detail: the reference and
+                                                           its absolute lower bound (a regression's: the
+                                                           baseline median and the gate), from version 3
 
 The schema version is SQLite's ``PRAGMA user_version``; ``MIGRATIONS[n - 1]`` takes a file from
 version n - 1 to n, in one transaction, so a file is never left half migrated. ``insert`` replaces
@@ -58,6 +62,14 @@ MIGRATIONS = (
     """
     ALTER TABLE hosts ADD COLUMN kernel TEXT;
     CREATE INDEX results_series ON results (host, check_id, metric, device);
+    """,
+    # 3: what each finding was judged against (a regression's baseline: the median and the gate), and
+    # its detail, so `provision history` can say a regression's baseline and where a gate cannot fire
+    """
+    CREATE TABLE refs (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, host TEXT NOT NULL,
+                       check_id TEXT NOT NULL, device TEXT NOT NULL, metric TEXT NOT NULL, reference REAL,
+                       lower REAL, detail TEXT NOT NULL);
+    CREATE INDEX refs_series ON refs (host, check_id, metric, device);
     """,
 )
 
@@ -177,7 +189,21 @@ def insert(conn: sqlite3.Connection, run: Run, prints: dict[str, dict[str, str |
                          [(run.run_id, h, run.hosts[h].profile if h in run.hosts else None,
                            *(prints.get(h, {}).get(c) for c in FINGERPRINT)) for h in hosts])
         conn.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany("INSERT INTO refs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", list(_ref_rows(run)))
     return len(rows)
+
+
+def _ref_rows(run: Run) -> Iterator[tuple]:
+    for result in run.results:
+        for f in result.findings:
+            if f.reference is not None or f.detail:
+                ref, low = (f.reference.value, f.reference.bounds()[0]) if f.reference is not None else (None, None)
+                yield (run.run_id, f.host or result.host, result.check, f.device, f.metric, _real(ref), _real(low),
+                       f.detail or "")
+
+
+def _real(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _result_rows(run: Run) -> Iterator[tuple]:

@@ -22,6 +22,16 @@ As a warning (the default) the result passes and its findings are ok: the run's 
 not change. As a failure (``as: failure``) the result fails with fault ``PERF_REGRESSION``, and the
 host fails. Hosts without a regression get no row, so a healthy run's report is unchanged.
 
+Where the own-median gate cannot fire: it sees only values that passed their reference, so when
+``median x (1 - own_pct/100)`` is at or under the reference's lower bound no candidate can be that far below
+its median. An H100's ib_write_bw (profile h100-sxm5-80g-ndr: 400 Gb/s, lower bound 380 = aznhc's NDR gate)
+measures about 392-396 Gb/s; 5 % below that is 372-376 Gb/s, under 380: at the default ``own_pct`` the gate
+is silent there and only the absolute threshold and the rack gate judge it. ``own_pct`` under
+``1 - lower/median`` (3.5 at a median of 394) makes it fire; ``provision history`` says so per series
+(``provision.history.summary``). The default stays 5: with the tools' run-to-run spread of about +-2 %
+(above), a gate at 3 % flags a healthy host whose value sits 2 % under nominal while its median sits 1 %
+over it; a site that wants the gate on such a metric lowers ``own_pct`` knowing that.
+
 Configuration: the inventory variable ``provision_regression: {own_pct, window, mad_k, as}``
 (group_vars or host_vars; ``provision/profiles/site.schema.json``), read per host.
 """

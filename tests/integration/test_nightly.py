@@ -67,7 +67,8 @@ def test_the_third_night_is_flagged_by_the_regression_gate(installed_rack, tmp_p
     kernels = {h["kernel"] for h in third["hosts"].values()}
     assert len(kernels) == 1 and None not in kernels  # `uname -r` read on every node
 
-    table = provision("history", "--history", str(history), "--host", "node02", "--metric", "bw_avg_Gbps")
+    table = provision("history", "--history", str(history), "--host", "node02", "--metric", "bw_avg_Gbps",
+                      "--rows")
     assert table.returncode == 0, table.stderr
     rows = [line.split() for line in table.stdout.splitlines()[1:] if line.split()[4] == "mlx5_0"]
     assert [(r[0], r[3]) for r in rows] == [(rep["run_id"], "ib_write_bw") for rep in reports] + [

@@ -31,11 +31,13 @@ def test_import_then_the_table_and_json(tmp_path, capsys):
     assert "night1 (2026-11-01T02:00:00+00:00): 2 hosts, 6 rows" in capsys.readouterr().out
     assert cli.main(["history", "import", *folders, "--history", history]) == 0  # again: nothing changes
     capsys.readouterr()
-    assert cli.main(["history", "--history", history, "--host", "node03", "--metric", "bw_avg_Gbps"]) == 0
+    # issue 23: the stored rows with --rows (the default is the per-host summary)
+    assert cli.main(["history", "--history", history, "--host", "node03", "--metric", "bw_avg_Gbps", "--rows"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["run", "time", "host", "check", "device", "metric", "value", "unit", "outcome"]
     assert [line.split()[6] for line in lines[1:]] == ["397", "394", "391"]
-    assert cli.main(["history", "--history", history, "--check", "stack", "--since", "2026-11-03", "--json"]) == 0
+    assert cli.main(["history", "--history", history, "--check", "stack", "--since", "2026-11-03", "--json",
+                     "--rows"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {(r["run"], r["host"], r["metric"]) for r in rows} == {
         ("night3", h, m) for h in ("node01", "node03") for m in ("driver_version", "version")}

@@ -19,7 +19,7 @@ def test_a_database_made_by_migration_1_is_upgraded_and_keeps_its_rows(tmp_path)
                      "'Gb/s', 'pass')")
         conn.commit()
     with db.connect(file) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(db.MIGRATIONS) == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(db.MIGRATIONS) == 3  # 3: refs (issue 23)
         assert db.fingerprint(conn, "old", "node01") == {"driver": "535.183.01", "cuda": None, "cudnn": None,
                                                          "nccl": None, "hca_fw": None, "kernel": None}
         assert [r.value for r in db.rows(conn, host="node01")] == [390.5]
@@ -85,8 +85,8 @@ def test_a_failing_migration_leaves_the_file_at_its_version(tmp_path, monkeypatc
         with db.connect(file):
             pass
     monkeypatch.undo()
-    with db.connect(file) as conn:  # still version 1: the good migration 2 applies cleanly
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    with db.connect(file) as conn:  # still version 1: the good migrations 2 and 3 (issue 23: refs) apply cleanly
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def whole_history_trend(conn, hosts, metrics):

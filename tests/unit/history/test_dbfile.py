@@ -150,8 +150,10 @@ def test_reads_open_the_file_read_only(tmp_path):
 
 def test_an_empty_file_reads_as_an_empty_history(tmp_path, capsys):
     (tmp_path / "h.db").touch(mode=0o600)
-    assert cli.main(["history", "--history", str(tmp_path / "h.db")]) == 0
+    assert cli.main(["history", "--history", str(tmp_path / "h.db"), "--rows"]) == 0  # issue 23: rows by --rows
     assert capsys.readouterr().out.split() == list(db.COLUMNS)
+    assert cli.main(["history", "--history", str(tmp_path / "h.db")]) == 0
+    assert capsys.readouterr().out == "no run of any host in the history\n"
     assert (tmp_path / "h.db").stat().st_size == 0
 
 
@@ -177,8 +179,10 @@ def test_a_history_that_cannot_be_written_is_read(tmp_path, read_only_history, c
     with pytest.raises(OSError):  # the premise: this process cannot write there
         (read_only_history.parent / "probe").touch()
     assert cli.main(["history", "--history", str(read_only_history), "--host", "node03", "--metric",
-                     "bw_avg_Gbps"]) == 0
+                     "bw_avg_Gbps", "--rows"]) == 0  # issue 23: the stored rows by --rows
     assert [line.split()[6] for line in capsys.readouterr().out.splitlines()[1:]] == ["397", "394"]
+    assert cli.main(["history", "--history", str(read_only_history), "--host", "node03"]) == 0
+    assert capsys.readouterr().out.startswith("node03: 2 runs from 2026-11-01 to 2026-11-02; last night2: pass\n")
     night2 = str(RunStore(tmp_path / "runs").open("night2").path)
     assert report_command.report(night2, history=str(read_only_history), out=str(tmp_path / "r.html"),
                        progress=lambda _: None) == 0

@@ -84,7 +84,7 @@ def test_history_prints_a_stored_text_value_inert(tmp_path, capsys):
     rundir.save(run)
     history = str(tmp_path / "h.db")
     assert cli.main(["history", "import", str(rundir.path), "--history", history]) == 0
-    assert cli.main(["history", "--history", history, "--check", "stack"]) == 0
+    assert cli.main(["history", "--history", history, "--check", "stack", "--rows"]) == 0  # the stored rows
     out = capsys.readouterr().out
     inert(out)
     lines = out.splitlines()
