@@ -203,10 +203,11 @@ def heatmap(cells: Mapping[tuple[int, int], float | None], unit: str, reference:
     reference, lower = _finite(reference), _finite(lower)
     gpus = sorted({g for pair in cells for g in pair})
     size, left, top = 34, 40, 30
-    side = left + size * len(gpus) + 8
+    caption = f"source (row) -> destination (column), {unit}"
+    side = max(left + size * len(gpus) + 8, left + text_width(caption) + 8)  # the caption fits too
     top_value = reference or max([v for v in cells.values() if v is not None] + [1e-9])
     parts = [_open(side, top + size * len(gpus) + 8, f"GPU x GPU {unit}"),
-             f'<text x="{left}" y="12" fill="{INK}">source (row) -&gt; destination (column), {escape(unit)}</text>']
+             f'<text x="{left}" y="12" fill="{INK}">{escape(caption)}</text>']
     for i, gpu in enumerate(gpus):
         parts.append(f'<text x="{left + size * i + size / 2}" y="{top - 4}" text-anchor="middle">{gpu}</text>'
                      f'<text x="{left - 6}" y="{top + size * i + size / 2 + 4}" text-anchor="end">{gpu}</text>')

@@ -119,7 +119,8 @@ def test_no_label_runs_out_of_the_drawing():
     many = _columns([380.0 + i % 20 for i in range(40)]) + _columns([1_234_567.0], "{i}+n2-with-a-long-name")
     for chart in (svg.strip(many, "Gb/s", 400.0, 380.0), svg.strip(_columns([395.0]), "GB/s", 480.0, 460.8),
                   svg.trend([("20261124-020000-nightly-with-a-long-id", 1_234_567.891), ("r2", 396.0),
-                             ("20261201-020000-nightly-with-a-long-id", -12_345.5)], "Gb/s")):
+                             ("20261201-020000-nightly-with-a-long-id", -12_345.5)], "Gb/s"),
+                  svg.heatmap({(0, 1): 370.5, (1, 0): 371.0}, "GB/s", 380.0, 361.0)):  # its caption was cut
         _, width, height, texts = _texts(chart)
         assert texts
         for text in texts:
