@@ -1,7 +1,8 @@
 """The simulated rack's signed package repositories, built from the snapshots and served on loopback.
 
 For every target a rack needs, the CUDA repository is laid out as NVIDIA lays it out
-(``compute/cuda/repos/<target>/x86_64/``, flat, suite ``/``; ``snapshot.load(target).repository``)
+(``compute/cuda/repos/<target>/x86_64/``, or ``.../sbsa/`` for an arm64 target ``<target>-sbsa``; flat,
+suite ``/``; ``snapshot.load(target).repository``)
 with the packages, exact versions and dependencies of ``snapshot/<target>.yaml`` and nothing else;
 the signing key is published under NVIDIA's own key file name. Debian-family folders are
 built with dpkg-deb and apt-ftparchive and signed (InRelease, Release.gpg); the rhel9 folder
@@ -37,20 +38,25 @@ NODE_TOOLS = {"provision_sim_reboot": "/usr/local/sbin/provision-sim-reboot"}
 # A shipped command -> the simulated tool that stands for it ("daemon": a do-nothing service).
 SIM_TOOLS = {"nvidia-smi": "nvidia_smi", "nvcc": "nvcc", "dcgmi": "dcgmi", "ib_write_bw": "ib_write_bw",
              "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo", "ibnetdiscover": "ibnetdiscover",
-             "nvidia-persistenced": "daemon", "nv-fabricmanager": "daemon", "nv-hostengine": "daemon"}
+             "nvidia-persistenced": "daemon", "nv-fabricmanager": "daemon", "nv-hostengine": "daemon",
+             "nvidia-imex": "daemon"}
 # A systemd unit -> the daemon it runs (names as NVIDIA's units: nvidia-persistenced.service,
-# nvidia-fabricmanager.service, nvidia-dcgm.service).
+# nvidia-fabricmanager.service, nvidia-dcgm.service, nvidia-imex.service).
 SERVICE_DAEMONS = {"nvidia-persistenced": "nvidia-persistenced", "nvidia-fabricmanager": "nv-fabricmanager",
-                   "nvidia-dcgm": "nv-hostengine"}
-# Driver branch -> the CUDA version its nvidia-smi reports ("CUDA Version: 12.4" for 550; NVIDIA's
-# CUDA Toolkit release notes, table 3: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/).
-DRIVER_CUDA = {"535": "12.2", "550": "12.4", "560": "12.6", "570": "12.8"}
+                   "nvidia-dcgm": "nv-hostengine", "nvidia-imex": "nvidia-imex"}
+# Driver branch -> the CUDA version its nvidia-smi reports ("CUDA Version: 12.4" for 550, "13.0" for 580;
+# NVIDIA's CUDA Toolkit release notes, table 3: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/,
+# CUDA 13.0 GA needs >= 580.65.06).
+DRIVER_CUDA = {"535": "12.2", "550": "12.4", "560": "12.6", "570": "12.8", "580": "13.0"}
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), keep_trailing_newline=True,
                           undefined=jinja2.StrictUndefined, autoescape=False)
 
 
 def cuda_dir(target: str) -> str:
-    return f"compute/cuda/repos/{target}/x86_64"
+    """NVIDIA's folder of ``target``: ``ubuntu2204`` -> ``.../ubuntu2204/x86_64``, ``ubuntu2404-sbsa`` ->
+    ``.../ubuntu2404/sbsa`` (the arm64 server folder; its .deb files are tagged arm64)."""
+    base, _, folder = target.partition("-")
+    return f"compute/cuda/repos/{base}/{folder or 'x86_64'}"
 
 
 def build(repo_dir: Path, targets: list[str]) -> dict[str, Path]:
@@ -71,7 +77,8 @@ def _build_folder(snap: snapshot.Snapshot, dist: Path, gpg: list[str]) -> Path:
     dist.mkdir(parents=True, exist_ok=True)
     _run(gpg + ["--armor", "--export"], out=dist / snap.repository["signing_key"])
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {p.name: package_tree(snap, p, Path(tmp) / p.name) for p in snap.packages}
+        # One tree per package version: a repository holds several versions of one name (two release lines).
+        trees = {p: package_tree(snap, p, Path(tmp) / f"{p.name}_{p.version}") for p in snap.packages}
         if snap.format == "deb":
             _deb_repo(snap, trees, dist, gpg)
         else:
@@ -151,9 +158,9 @@ def _render(path: Path, template: str, mode: int, **values) -> None:
     path.chmod(mode)
 
 
-def _deb_repo(snap: snapshot.Snapshot, trees: dict[str, Path], dist: Path, gpg: list[str]) -> None:
+def _deb_repo(snap: snapshot.Snapshot, trees: dict[snapshot.Package, Path], dist: Path, gpg: list[str]) -> None:
     for pkg in snap.packages:
-        root = trees[pkg.name]
+        root = trees[pkg]
         arch = {"x86_64": "amd64", "noarch": "all"}.get(pkg.arch, pkg.arch)
         _render(root / "DEBIAN/control", "control.j2", 0o644, pkg=pkg, arch=arch,
                 depends=", ".join(pkg.depends))

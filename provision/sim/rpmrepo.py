@@ -23,11 +23,12 @@ _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).with_nam
 MODULE_VERSION = 20241015000000  # a modulemd build number; any integer, newer wins
 
 
-def build(snap, trees: dict[str, Path], dist: Path, gpg: list[str]) -> None:
-    """Build, sign and index every package of ``snap`` into ``dist``. Raises RunnerError."""
+def build(snap, trees: dict, dist: Path, gpg: list[str]) -> None:
+    """Build, sign and index every package of ``snap`` (its files: ``trees[pkg]``) into ``dist``.
+    Raises RunnerError."""
     with tempfile.TemporaryDirectory() as top:
         for pkg in snap.packages:
-            dist_rpm = _rpmbuild(pkg, trees[pkg.name], Path(top), pkg.provides)
+            dist_rpm = _rpmbuild(pkg, trees[pkg], Path(top), pkg.provides)
             _sign(dist_rpm, gpg)
             target = dist / dist_rpm.name
             dist_rpm.replace(target)
@@ -57,7 +58,7 @@ def _rpmbuild(pkg, tree: Path, top: Path, provides: tuple[str, ...] = ()) -> Pat
         provides=provides))
     _run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {top}", "--define", "_build_id_links none",
           "--define", "__os_install_post %{nil}", "--define", "_binary_payload w2.xzdio", str(spec)])
-    built = list((top / "RPMS").rglob(f"{pkg.name}-*.rpm"))
+    built = [p for p in (top / "RPMS").rglob(f"{pkg.name}-*.rpm") if p.name.startswith(f"{pkg.name}-{version}-")]
     if len(built) != 1:
         raise RunnerError(f"rpmbuild made {len(built)} files for {pkg.name}")
     return built[0]
@@ -107,19 +108,34 @@ def _sign(rpm: Path, gpg: list[str]) -> None:
           "--define", "_gpg_sign_cmd_extra_args --pinentry-mode loopback --passphrase ''", str(rpm)])
 
 
+def _nevra(pkg) -> str:
+    return f"{pkg.name}-{pkg.version if pkg.epoch else '0:' + pkg.version}.{pkg.arch}"
+
+
+def stream_members(snap, module: dict) -> list:
+    """The packages of a stream: its names, at the versions of its branch where the stream names one
+    (``580-open`` -> upstream 580.*), since the repository holds several branches under one name."""
+    branch = str(module["stream"]).split("-")[0]
+    out = []
+    for name in module.get("packages", []):
+        found = [p for p in snap.packages if p.name == name]
+        of_branch = [p for p in found if p.upstream.split(".")[0] == branch] if branch.isdigit() else []
+        out.extend(of_branch or found[:1])
+    return out
+
+
 def modules_yaml(snap) -> str:
     """modulemd v2 documents for every stream in the snapshot, then the defaults document."""
     docs = []
-    nevra = {p.name: f"{p.name}-{p.version if p.epoch else '0:' + p.version}.{p.arch}" for p in snap.packages}
     for module in snap.modules:
-        members = [n for n in module.get("packages", []) if n in nevra]
+        members = stream_members(snap, module)
         docs.append({"document": "modulemd", "version": 2, "data": {
             "name": module["name"], "stream": str(module["stream"]), "version": MODULE_VERSION,
             "context": "00000000", "arch": "x86_64", "summary": f"{module['name']} {module['stream']}",
             "description": f"{module['name']} stream {module['stream']} (from NVIDIA's rhel9 repository)",
             "license": {"module": ["MIT"]},
             "profiles": {name: {"rpms": list(rpms)} for name, rpms in (module.get("profiles") or {}).items()},
-            "artifacts": {"rpms": sorted(nevra[n] for n in members)}}})
+            "artifacts": {"rpms": sorted(_nevra(p) for p in members)}}})
     names = sorted({m["name"] for m in snap.modules})
     for name in names:
         streams = [m for m in snap.modules if m["name"] == name]

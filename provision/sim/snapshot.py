@@ -1,11 +1,12 @@
 """Snapshots of NVIDIA's real package repositories: the facts the simulated repositories serve.
 
 One YAML file per target under ``snapshot/`` (``ubuntu2204``, ``ubuntu2404``, ``debian12``,
-``rhel9``; format and sources in ``snapshot/README.md``): the repository's URL layout, signing
-key, keyring and source file, module streams (EL9), and per package its exact name, version,
-dependencies and which of our commands it ships, each with the public source it was read from.
-The simulated repository serves exactly these packages, so a role that asks for a name or a
-version NVIDIA does not publish fails on the simulated rack as it would on a real node.
+``rhel9``, and ``ubuntu2404-sbsa`` for arm64 servers; format and sources in ``snapshot/README.md``):
+the repository's URL layout, signing key, keyring and source file, module streams (EL9), and per
+package its exact name, version, dependencies and which of our commands it ships, each with the
+public source it was read from. The simulated repository serves exactly these packages, so a role
+that asks for a name or a version NVIDIA does not publish fails on the simulated rack as it would on
+a real node.
 """
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from provision.errors import ProvisionError
 
 SNAPSHOT_DIR = Path(os.environ.get("PROVISION_SIM_SNAPSHOT_DIR", Path(__file__).with_name("snapshot")))
 TARGETS = ("ubuntu2204", "ubuntu2404", "debian12", "rhel9")
+# NVIDIA's arm64 server folders (``<target>/sbsa``, e.g. GB200's Grace hosts): ``<target>-sbsa``.
+SBSA_TARGETS = ("ubuntu2404-sbsa",)
+ALL_TARGETS = TARGETS + SBSA_TARGETS
 # Simulated node OS -> the NVIDIA repository folder it uses (Rocky Linux 9 uses NVIDIA's rhel9 folder,
 # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ "Rocky Linux 9").
 OS_TARGET = {"ubuntu2204": "ubuntu2204", "ubuntu2404": "ubuntu2404", "debian12": "debian12", "rocky9": "rhel9"}
@@ -36,6 +40,8 @@ class Package:
     role: str
     sources: tuple[str, ...]
     provides: tuple[str, ...] = ()
+    # The stack release line the entry belongs to ("" for the seed line, "blackwell" for driver 580 / CUDA 13).
+    line: str = ""
 
     @property
     def epoch(self) -> str | None:
@@ -55,8 +61,13 @@ class Snapshot:
     modules: tuple[dict, ...]
     packages: tuple[Package, ...]
 
-    def package(self, name: str) -> Package | None:
-        return next((p for p in self.packages if p.name == name), None)
+    def package(self, name: str, version: str | None = None) -> Package | None:
+        """The first package of that name (the snapshot's oldest line), or the one of that exact version.
+        A repository holds several versions of one name (libnccl2 +cuda12.4 and +cuda13.0)."""
+        return next((p for p in self.packages if p.name == name and version in (None, p.version)), None)
+
+    def versions(self, name: str) -> tuple[str, ...]:
+        return tuple(p.version for p in self.packages if p.name == name)
 
 
 def load(target: str, folder: Path | None = None) -> Snapshot:
@@ -78,7 +89,7 @@ def _package(entry: dict) -> Package:
     return Package(name=entry["name"], version=str(entry["version"]), arch=entry.get("arch") or "all",
                    depends=tuple(entry.get("depends") or ()), ships=tuple(entry.get("ships") or ()),
                    role=entry.get("role", ""), sources=tuple(entry.get("sources") or ()),
-                   provides=tuple(entry.get("provides") or ()))
+                   provides=tuple(entry.get("provides") or ()), line=entry.get("line") or "")
 
 
 DOCA_KEY = "GPG-KEY-Mellanox.pub"

@@ -86,12 +86,13 @@ def edit(tree: dict, changes: dict) -> None:
 def software() -> dict:
     """The software state of a node installed from the simulated repository (driver branch 550)."""
     snap = snapshot.load("debian12")
+    seed = [p for p in snap.packages if not p.line]  # the seed line's packages, not the Blackwell line's
     facts: dict = {}
-    for pkg in snap.packages:  # the files the simulated packages carry (provision/sim/repo.py)
+    for pkg in seed:  # the files the simulated packages carry (provision/sim/repo.py)
         facts.update(repo.package_facts(snap, pkg))
     return {"driver": json.loads(facts["usr/lib/provision-sim/nvidia-driver.json"]),
             "cuda": json.loads(facts["usr/local/cuda-12.4/version.json"]),
-            "packages": {p.name: p.version for p in snap.packages}}
+            "packages": {p.name: p.version for p in seed}}
 
 
 def dpkg_query(args: list[str], state: dict) -> str:

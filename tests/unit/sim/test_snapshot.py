@@ -24,10 +24,11 @@ def role_vars(role: str, family: str) -> dict:
     return yaml.safe_load(path.read_text())
 
 
-@pytest.mark.parametrize("target", snapshot.TARGETS)
+@pytest.mark.parametrize("target", snapshot.ALL_TARGETS)
 def test_every_entry_names_its_source_and_confidence(target):
+    from provision.sim import repo
     snap = snapshot.load(target)
-    assert snap.repository["url"].endswith(f"/compute/cuda/repos/{target}/x86_64/")
+    assert snap.repository["url"].endswith(f"/{repo.cuda_dir(target)}/")
     assert snap.repository.get("sources")
     raw = yaml.safe_load((snapshot.SNAPSHOT_DIR / f"{target}.yaml").read_text())["packages"]
     for entry in raw:
@@ -35,7 +36,7 @@ def test_every_entry_names_its_source_and_confidence(target):
         assert entry.get("confidence") in ("established", "inferred", "unknown"), entry["name"]
 
 
-@pytest.mark.parametrize("target", snapshot.TARGETS)
+@pytest.mark.parametrize("target", snapshot.ALL_TARGETS)
 def test_dependencies_between_nvidia_packages_resolve_in_the_snapshot(target):
     snap = snapshot.load(target)
     names = {p.name for p in snap.packages} | {re.split(r"[\s(<>=]", c)[0] for p in snap.packages for c in p.provides}
@@ -87,7 +88,7 @@ def test_the_rdma_tools_the_role_pins_are_doca_builds(target):
 
 def test_every_shipped_command_has_a_simulated_tool():
     from provision.sim import repo
-    for target in snapshot.TARGETS:
+    for target in snapshot.ALL_TARGETS:
         for pkg in snapshot.load(target).packages:
             for path in pkg.ships:
                 name = Path(path).name
