@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision import paths, profiles
+from provision import paths
+from provision.profiles import release
 from provision.sim import snapshot
 
 ROLES = paths.ROOT / "roles"
@@ -49,30 +50,72 @@ def test_dependencies_between_nvidia_packages_resolve_in_the_snapshot(target):
                 assert first in names or pkg.name.startswith("nvidia-headless"), f"{target}: {pkg.name} needs {dep}"
 
 
-@pytest.mark.parametrize("target", snapshot.TARGETS)
-def test_the_driver_the_roles_pin_is_in_the_snapshot(target):
-    family = VARS[target]
+def line_targets() -> list[tuple[str | None, str]]:
+    """(release line, NVIDIA repository folder) pairs the snapshots must hold: every line of the stack release
+    (None: the default line) in every x86_64 folder, and in each arm64 (sbsa) folder the lines it records
+    (an entry's ``line``: the sbsa folders are there for GB200's Grace hosts, on the Blackwell line only)."""
+    pairs: list[tuple[str | None, str]] = []
+    for line in (None, *release.lines()):
+        pairs += [(line, t) for t in snapshot.TARGETS]
+        pairs += [(line, t) for t in snapshot.SBSA_TARGETS if line in {p.line for p in snapshot.load(t).packages}]
+    return pairs
+
+
+def test_the_lines_and_folders_are_all_checked():
+    """The pairs below cover every line (the Blackwell line of issue 24 among them) and the arm64 folder."""
+    pairs = line_targets()
+    assert "blackwell" in release.lines()
+    assert ("blackwell", "ubuntu2404-sbsa") in pairs and (None, "rhel9") in pairs
+    assert len(pairs) == len(snapshot.TARGETS) * (1 + len(release.lines())) + len(snapshot.SBSA_TARGETS)
+
+
+@pytest.mark.parametrize(("line", "target"), line_targets())
+def test_the_driver_the_roles_pin_is_in_the_snapshot(line, target):
+    family = VARS[target.split("-")[0]]
     driver = role_vars("nvidia_driver", family)
-    pins = profiles.load("h100-sxm5-80g-ndr").for_target(target).stack  # the stack release's
-    assert pins["driver_branch"] == "550"  # the snapshots hold branch 550 only (snapshot/README.md)
+    pins = release.pins(target, line)  # the stack release's (Profile.stack of a profile on that line)
     version = f"{pins['driver_version']}-{driver['__nvidia_driver_revision']}"
+    snap = snapshot.load(target)
     for spec in driver["__nvidia_driver_packages"]:
-        pkg = snapshot.load(target).package(spec.replace("{{ nvidia_driver_branch }}", pins["driver_branch"]))
-        assert pkg is not None, f"{target}: roles/nvidia_driver/vars/{family}.yml asks for {spec}, not published"
-        assert pkg.version.split(":", 1)[-1] == version, f"{target}: {pkg.name} is {pkg.version}, role pins {version}"
+        name = spec.replace("{{ nvidia_driver_branch }}", pins["driver_branch"])
+        assert snap.package(name) is not None, \
+            f"{target}: roles/nvidia_driver/vars/{family}.yml asks for {spec}, not published"
+        found = [v.split(":", 1)[-1] for v in snap.versions(name)]
+        assert version in found, f"{target}: {name} is {found}, line {line or 'default'} pins {version}"
 
 
-@pytest.mark.parametrize("target", snapshot.TARGETS)
-def test_the_stack_pins_are_in_the_snapshot(target):
-    stack = profiles.load("h100-sxm5-80g-ndr").for_target(target).stack
+@pytest.mark.parametrize(("line", "target"), line_targets())
+def test_the_stack_pins_are_in_the_snapshot(line, target):
+    stack = release.pins(target, line)
     snap = snapshot.load(target)
     mm = ".".join(stack["cuda_version"].split(".")[:2])
-    toolkit = snap.package(f"cuda-toolkit-{mm.replace('.', '-')}")
-    assert toolkit is not None and toolkit.version == f"{stack['cuda_version']}-1", target
-    nccl = snap.package("libnccl" if target == "rhel9" else "libnccl2")
-    assert nccl.version == f"{stack['nccl_version']}-1+cuda{stack['nccl_cuda_version']}", target
-    cudnn = snap.package(f"libcudnn{stack['cudnn_version'].split('.')[0]}-cuda-12")
-    assert cudnn is not None and cudnn.version == f"{stack['cudnn_version']}-1", target
+    toolkit = f"cuda-toolkit-{mm.replace('.', '-')}"
+    assert snap.package(toolkit, f"{stack['cuda_version']}-1") is not None, (line, target, snap.versions(toolkit))
+    nccl = "libnccl" if target == "rhel9" else "libnccl2"
+    want = f"{stack['nccl_version']}-1+cuda{stack['nccl_cuda_version']}"
+    assert snap.package(nccl, want) is not None, (line, target, snap.versions(nccl))
+    cudnn = f"libcudnn{stack['cudnn_version'].split('.')[0]}-cuda-{mm.split('.')[0]}"
+    assert snap.package(cudnn, f"{stack['cudnn_version']}-1") is not None, (line, target, snap.versions(cudnn))
+
+
+@pytest.mark.parametrize(("line", "target"), [(li, t) for li, t in line_targets() if li is not None])
+def test_the_driver_s_companions_are_at_its_version(line, target):
+    """From R580 Fabric Manager, NSCQ, NVSDM and IMEX drop the branch suffix and carry the driver's version
+    (NVIDIA/gpu-driver-container's install.sh: <name>=<driver>-1); libnvsdm is not built for arm64; DCGM 4's
+    CUDA 13 plugins need the core of their own version (snapshot notes)."""
+    pins = release.pins(target, line)
+    snap = snapshot.load(target)
+    assert int(pins["driver_branch"]) >= 580
+    arm = target.endswith("-sbsa")
+    for name in ("nvidia-fabricmanager", "libnvidia-nscq", "nvidia-imex") + (() if arm else ("libnvsdm",)):
+        assert snap.package(name, f"{pins['driver_version']}-1") is not None, (target, name, snap.versions(name))
+    assert (snap.package("libnvsdm") is None) == arm
+    assert snap.package("nvlsm") is not None
+    plugins = snap.package("datacenter-gpu-manager-4-cuda13")
+    assert snap.package("datacenter-gpu-manager-4-core", plugins.version) is not None
+    assert any(plugins.version in d for d in plugins.depends), plugins.depends
+    mine = [p for p in snap.packages if p.line == line]
+    assert mine and all(p.arch in (("arm64", "all") if arm else ("amd64", "x86_64", "all", "noarch")) for p in mine)
 
 
 @pytest.mark.parametrize("target", snapshot.TARGETS)
