@@ -183,8 +183,8 @@ def lines(summaries: list[HostSummary]) -> list[str]:
         for gate in s.gates:
             out += _wrap(f"  {gate}", "    ")
     if any(s.gates for s in summaries):
-        out.append(f"(gates read at their defaults: own_pct {cfg['own_pct']}, window {cfg['window']}; a site's "
-                   f"provision_regression may differ; `--rows` prints the stored rows)")
+        out += _wrap(f"(gates read at their defaults: own_pct {number(cfg['own_pct'])}, window {cfg['window']}; a "
+                     "site's provision_regression may differ; `--rows` prints the stored rows)", " ")
     return out
 
 

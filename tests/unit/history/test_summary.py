@@ -78,6 +78,8 @@ def test_the_own_median_gate_cannot_fire_on_an_h100s_ib_write_bw_and_says_so(tmp
     assert ("own-median gate cannot fire on ib_write_bw mlx5_0 bw_avg_Gbps: 5% below its median 394 Gb/s is "
             "374.3 Gb/s, at or under the lower bound 380 Gb/s") in " ".join(out.split())
     assert "it would fire with own_pct under 3.5" in " ".join(out.split())
+    assert "(gates read at their defaults: own_pct 5, window 7;" in out
+    assert max(len(line) for line in out.splitlines()) <= summary.WIDTH
     assert summary.reach(394.0, 380.0) == 3.5
 
 
