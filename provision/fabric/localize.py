@@ -37,8 +37,12 @@ part-filled leaf of 1,250 nodes: 2 hosts, 32 uplinks) makes its hosts *fans*: ea
 pair tests in one round, to distinct servers, which the engine runs one after another at line rate (a
 host's jobs never overlap), so that every leaf's uplinks have carried traffic by round ``1 + COVER_ROUNDS``
 and localization stays within log2(N)+1 rounds (the fan's pair tests cost wall time, not rounds: two
-hosts can load only two uplinks at a time). Left over at the end, a cable shared by two or more
-unexplained failing routes is named by parsimony (one bad cable explains both).
+hosts can load only two uplinks at a time). Where no cable has a twin (three leaves or more), cover pairs of
+known-good hosts run chained as rings (``RING`` pairs in one collective, the hops joining them covering
+more cables): a ring below the threshold has only cables uncleared, re-tested by pairs in the next round
+(routes through two suspects allowed when no clean one is left: a pass clears both). Left over at the
+end, a cable shared by two or more unexplained failing routes is named by parsimony (one bad cable
+explains both).
 
 Confidence of a suspect: ``1 - prod(1 - s_e / m_e)`` over the failing channels e that contain it,
 ``m_e`` = the channel's components still uncleared (1 when it alone explains the failure), ``s_e`` =
@@ -74,6 +78,10 @@ SCAN = 16
 # before log2(N)+1. A leaf with fewer hosts than this asks of them (the last, part-filled leaf of 1,250 nodes:
 # 2 hosts, 32 uplinks) gets fans: one host the client of several pair tests in a round.
 COVER_ROUNDS = 4
+# Cover pairs chained into one ring (a collective of 2 x RING known-good hosts): 8 pairs carry 16 flows, up
+# to 32 cable crossings a rail, in one test instead of 8; a low ring's cables are re-tested in the next
+# round, all at once (distinct hosts), so a bad cable costs one round and a few more tests, not a ring per cable.
+RING = 8
 
 KINDS = ("group", "pair", "probe")
 
@@ -235,6 +243,9 @@ class Localizer:
         self._fan_size: dict[tuple, int] = {}  # per round: leaf group -> flows a client of it may send
         self._fan_on: dict[tuple, list[str]] = {}  # per round: (rail, leaf) -> clients with flows to spare
         self._groups = self._screen_groups()
+        # Cover rings where a ring's cables can be told apart: on two leaves every cable has a twin carrying
+        # the same routes, so a low ring would leave all of them suspect (``_rings``).
+        self._ring_ok = all(len(p.leaves()) > 2 for p in fabric.planes)
 
     # -- planning -------------------------------------------------------------------------------
     def _screen_groups(self) -> list[Test]:
@@ -328,7 +339,7 @@ class Localizer:
         cover = [("cable", r, cid) for r in self.rails for cid in sorted(self.routes.cables(r))
                  if ("cable", r, cid) not in self._covered and self._tries.get(("cable", r, cid), 0) < TRIES]
         planned: set[tuple] = set()
-        tests = []
+        tests, ringable = [], []
         for target in retest + cover:
             if target in planned:
                 continue
@@ -337,20 +348,65 @@ class Localizer:
                 continue
             client, server, cables = best
             tests.append(Test("pair", (server, client), "cable"))
-            pool.discard(server)
-            if client in pool:  # its first flow this round; it may take more as a fan (COVER_ROUNDS)
-                pool.discard(client)
-                self._fans[client] = self._fan_size.get(self._key[client], 1) - 1
-                for r in self.rails:
-                    if self._fans[client]:
-                        self._fan_on.setdefault((r, self._key[client][r]), []).append(client)
-            else:
-                self._fans[client] -= 1
+            if target not in suspect and client in pool and client in self._good and server in self._good:
+                ringable.append(tests[-1])
+            self._take(client, server, pool)
             self._claim(dirs, client, server)
             planned.update(cables)
             for c in cables:
                 self._tries[c] = self._tries.get(c, 0) + 1
-        return tests
+        if not self._ring_ok:
+            return tests
+        return self._rings(tests, [t for t in ringable if self._fans.get(t.hosts[1], 0) == self._fan_size.get(
+            self._key[t.hosts[1]], 1) - 1], dirs, suspect)
+
+    def _take(self, client: str, server: str, pool: set[str]) -> None:
+        """A cover pair's hosts leave the pool; the client, on its first flow, may take more as a fan."""
+        pool.discard(server)
+        if client in pool:
+            pool.discard(client)
+            self._fans[client] = self._fan_size.get(self._key[client], 1) - 1
+            for r in self.rails:
+                if self._fans[client]:
+                    self._fan_on.setdefault((r, self._key[client][r]), []).append(client)
+        else:
+            self._fans[client] -= 1
+
+    def _rings(self, tests: list[Test], ringable: list[Test], dirs: set[tuple], suspect: set[tuple]) -> list[Test]:
+        """Cover pairs of known-good hosts (no re-test, no fan) chained into rings of up to ``RING`` pairs,
+        client1 -> server1 -> client2 -> ... -> serverK -> client1: one collective carries K pairs' flows
+        and the hops joining them (each free this round and clear of suspect cables); its hosts' nodes
+        and HCAs cleared, a low ring puts only its cables in a failing set, which re-tests then split."""
+        chains: list[list[Test]] = []
+        joins: set[tuple] = set()
+        for t in ringable:
+            for ring in [c for c in chains if len(c) < RING][-4:]:  # the open rings, newest last
+                first, last = ring[0].hosts[1], ring[-1].hosts[0]
+                old_close = self._keys(last, first)
+                hops = (self._keys(last, t.hosts[1]), self._keys(t.hosts[0], first))
+                cables = self._cables_of(last, t.hosts[1]) | self._cables_of(t.hosts[0], first)
+                if not (hops[0] | hops[1]) & (dirs | (joins - old_close)) and not hops[0] & hops[1] \
+                        and not cables & suspect:
+                    joins = (joins - old_close) | hops[0] | hops[1]
+                    ring.append(t)
+                    break
+            else:
+                close = self._keys(t.hosts[0], t.hosts[1])
+                if not close & (dirs | joins) and not self._cables_of(t.hosts[0], t.hosts[1]) & suspect:
+                    joins |= close
+                    chains.append([t])  # else it stays a pair
+        rings = [c for c in chains if len(c) > 1]
+        dirs |= {k for c in rings for k in self._ring_keys(c)}
+        ringed = {t for c in rings for t in c}
+        return [t for t in tests if t not in ringed] + [
+            Test("group", tuple(h for t in c for h in (t.hosts[1], t.hosts[0])), "cable") for c in rings]
+
+    def _ring_keys(self, chain: list[Test]) -> set[tuple]:
+        ring = [h for t in chain for h in (t.hosts[1], t.hosts[0])]
+        return {k for i, a in enumerate(ring) for k in self._keys(a, ring[(i + 1) % len(ring)])}
+
+    def _cables_of(self, src: str, dst: str) -> set[tuple]:
+        return {("cable", r, cid) for r in self.rails for cid in self.routes.middle(r, src, dst)}
 
     def _fan_sizes(self, pool: set[str]) -> dict[tuple, int]:
         """Flows a client host of each leaf group may send this round, one after another: enough for the
@@ -380,7 +436,7 @@ class Localizer:
         cables, none suspect but the target, no direction already used this round."""
         _, rail, cid = target
         users = self.routes.users(rail, cid)
-        best, best_score, seen = None, 0, 0
+        best, best_score, seen = None, 0.0, 0
         start = (len(self.rounds) * 7919) % max(1, len(users))  # another route each round (a prime stride)
         for k in range(len(users)):
             src_leaf, server = users[(start + k) % len(users)]
@@ -391,7 +447,7 @@ class Localizer:
             scored = self._score(client, server, target, retest, dirs, suspect, planned)
             if scored is not None and scored[0] > best_score:
                 best, best_score = (client, server, scored[1]), scored[0]
-                if best_score >= 2 * len(self.rails) + (3 if retest else 0):
+                if best_score >= 2 * len(self.rails) + (4 if retest else 0):
                     break
             if seen >= SCAN:
                 break
@@ -411,17 +467,20 @@ class Localizer:
         return None
 
     def _score(self, client: str, server: str, target: tuple, retest: bool, dirs: set[tuple],
-               suspect: set[tuple], planned: set[tuple]) -> tuple[int, list[tuple]] | None:
+               suspect: set[tuple], planned: set[tuple]) -> tuple[float, list[tuple]] | None:
         """(new cables carried, + 3 for a re-test whose other cables are all cleared; the cables), or None
-        when the route is unusable."""
+        when the route is unusable. A re-test may carry other suspects (none planned this round) where no
+        route is clean, scored below any clean one: every route through a low cover ring's cables may
+        cross another of them, and a test of two suspects still halves what is left."""
         if self._keys(client, server) & dirs:
             return None
         cables = [("cable", r, cid) for r in self.rails for cid in self.routes.middle(r, client, server)]
-        if target not in cables or any(c in suspect and c != target for c in cables):
+        others = [c for c in cables if c in suspect and c != target]
+        if target not in cables or (others and not (retest and self._ring_ok)) or any(c in planned for c in others):
             return None
         new = sum(1 for c in cables if c not in self._covered and c not in planned)
         clean = all(c == target or c in self._cleared for c in cables)
-        return new + (3 if retest and clean else 0), cables
+        return new + (3 if retest and clean else 0) + (1 / (1 + len(others)) if retest else 0), cables
 
     # -- observing ------------------------------------------------------------------------------
     def observe(self, observations: list[Observation]) -> None:
@@ -435,8 +494,8 @@ class Localizer:
         for obs in list(observations) + missing:
             if obs.error or (obs.test.kind == "group" and obs.ratio is None):
                 self._on_error(obs)
-            elif self._record(obs, rnd) and obs.test.kind == "group":
-                failed.append(obs.test)
+            elif self._record(obs, rnd) and obs.test.kind == "group" and obs.test.purpose != "cable":
+                failed.append(obs.test)  # a cover ring's hosts are known good: its cables are re-tested
         for obs in observations:
             for h in obs.test.hosts:
                 if self._host_cleared(h) and h not in self._unknown:
@@ -444,7 +503,7 @@ class Localizer:
         for t in failed:
             self._split(t)
         self._reprobe()
-        if any(o.test.kind != "pair" for o in observations):
+        if any(o.test.purpose != "cable" for o in observations):
             self.node_phase_rounds = rnd
 
     def _reprobe(self) -> None:
@@ -475,7 +534,9 @@ class Localizer:
         """Nothing is cleared. A group is halved (bisection finds the host that cannot run); a probe's
         host is retried once with another partner, then left unknown; a pair's hosts leave the pool."""
         t = obs.test
-        if t.kind == "group":
+        if t.kind == "group" and t.purpose == "cable":
+            self._flaky.update(t.hosts)
+        elif t.kind == "group":
             self._split(t)
         elif t.kind == "probe":
             partner, s = t.hosts
@@ -493,7 +554,9 @@ class Localizer:
         t, failed = obs.test, False
         if t.kind in ("group", "probe") and obs.ratio is not None:
             ev = {"round": rnd + self._offset, "test": t.kind, "hosts": list(t.hosts), "ratio": obs.ratio}
-            failed |= self._channel(self._ring_comps(t.hosts), obs.ratio, ev)
+            comps = self._ring_comps(t.hosts)
+            self._covered |= {c for c in comps if c[0] == "cable"}
+            failed |= self._channel(comps, obs.ratio, ev)
         if t.kind in ("pair", "probe"):
             server, client = t.hosts
             for rail, ratio in sorted(obs.rail_ratios.items()):

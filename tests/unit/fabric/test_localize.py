@@ -197,7 +197,8 @@ def test_a_slow_node_behind_a_bad_cable_is_probed_again_on_its_leaf_and_named():
     assert {n for n in names(loc) if n[0] == "node"} == {("node", hosts[3], None)}
     (cable,) = [n for n in names(loc) if n[0] == "cable"]
     assert bad.id in cable and loc.unknown() == {"hosts": [], "why": {}, "cables": []}
-    assert [o.test.hosts for o in loc.rounds[-1]] == [(hosts[2], hosts[3])]
+    probes = [o.test.hosts for r in loc.rounds for o in r if o.test.kind == "probe" and o.test.hosts[1] == hosts[3]]
+    assert len(probes) == 2 and probes[-1] == (hosts[2], hosts[3])
 
 
 def test_a_slow_node_behind_a_bad_cable_is_unjudged_as_masked_and_the_evidence_quotes_the_run_rounds(monkeypatch):
@@ -283,3 +284,30 @@ def test_expected_rounds(n, per_leaf, rounds):
 def test_expected_rounds_rejects_no_hosts():
     with pytest.raises(ValueError):
         expected_rounds(1, 32)
+
+
+def test_cover_rings_carry_several_pairs_and_a_bad_cable_is_still_named_alone(monkeypatch):
+    """4 leaves of 8: cover pairs of known-good hosts run as rings (a collective per RING pairs); the ring
+    that crosses the bad cable is low, its cables are re-tested by pairs, and the cable is named alone, in
+    fewer tests than pair by pair (RING 1) and within log2(N)+1 rounds."""
+    hosts, fabric = setup(32, leaves=4)
+    bad = uplink(fabric, 0, hosts[9], 3)
+    counts, default = {}, localize.RING
+    for ring in (default, 1):
+        monkeypatch.setattr(localize, "RING", ring)
+        loc = Localizer(fabric, hosts, THRESHOLD)
+        drive(loc, Oracle(fabric, nodes={hosts[20]: 0.6}, cables={(0, bad.id): 0.5}))
+        assert names(loc) == {("node", hosts[20], None), ("cable", 0, bad.id)}
+        assert loc.unknown() == {"hosts": [], "why": {}, "cables": []} and len(loc.rounds) <= math.log2(32) + 1
+        counts[ring] = sum(len(r) for r in loc.rounds)
+        rings = [o for r in loc.rounds for o in r if o.test.kind == "group" and o.test.purpose == "cable"]
+        assert bool(rings) == (ring > 1)
+    assert counts[default] < counts[1]
+
+
+def test_two_leaves_get_no_cover_rings():
+    """On two leaves every cable a ring crosses has a twin in it: pairs only."""
+    hosts, fabric = setup(16)
+    loc = Localizer(fabric, hosts, THRESHOLD)
+    drive(loc, Oracle(fabric, cables={(0, uplink(fabric, 0, hosts[0], 2).id): 0.5}))
+    assert not [o for r in loc.rounds for o in r if o.test.kind == "group" and o.test.purpose == "cable"]
