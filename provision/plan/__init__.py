@@ -2,8 +2,8 @@
 
 - ``stack``: the stack the roles will install (``provision.inventory.playvars``: Ansible's own
   precedence over the inventory, playbooks/group_vars and the roles' defaults) checked against
-  compatibility tables (``data/``, each row with its source), with the nearest consistent stack
-  proposed when it cannot work;
+  compatibility tables (``data/``, each row with its source);
+- ``proposal``: the nearest consistent stack when it cannot work, checked again as a whole;
 - ``hardware``: the balance of a hardware profile (NIC line rate against its PCIe link, NVLink
   against the NIC share, the storage network against a checkpoint target, rack power);
 - ``sizing``: nodes, HCAs, switches, cables, power and a burn-in time budget for N GPUs.

@@ -2,7 +2,7 @@
 
 ``plan(inventory, vault, limit)`` reads the stack the roles will install (``manifest``), checks each
 distinct stack (``stack.check``) and proposes the nearest consistent one when it has an error, or the
-nearest one the tables check fully when it has only unknowns (``stack.nearest``: the proposal is
+nearest one the tables check fully when it has only unknowns (``proposal.nearest``: the proposal is
 checked again before it is printed, and what that check leaves is printed with it); checks each
 distinct hardware profile with its site facts (``hardware``); and warns where an inventory sets a
 stack variable that the playbook's own group_vars/all.yml outranks (inventory group_vars/all is below
@@ -19,7 +19,8 @@ from provision import profiles
 from provision.errors import ProfileError
 from provision.inventory import Problem
 from provision.plan import ERROR, UNKNOWN, WARNING, Finding, hardware, manifest
-from provision.plan.stack import Proposal, Stack, check, nearest, wheel_kernels
+from provision.plan.proposal import Proposal, nearest
+from provision.plan.stack import Stack, check, wheel_kernels
 
 PRECEDENCE_SOURCE = "https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_variables.html"
 OUTRANKED = ("nvidia_driver_version", "cuda_toolkit_version", "cudnn_version", "nccl_version", "nccl_cuda_version")

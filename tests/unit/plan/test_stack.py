@@ -3,7 +3,7 @@ TensorFlow-GPU 2.4.0), a consistent stack, and the rules one at a time, each aga
 provision/plan/data (rows with their sources)."""
 import dataclasses
 
-from provision.plan import ERROR, UNKNOWN, WARNING, stack
+from provision.plan import ERROR, UNKNOWN, WARNING, proposal as proposals, stack
 from provision.plan.stack import Env, Package, Stack
 
 SEED = Stack(target="ubuntu2204", gpu="NVIDIA GeForce RTX 4090", compute_capability="8.9", driver="550.127.05",
@@ -34,7 +34,7 @@ def test_the_seed_stack_is_rejected_naming_each_conflict():
 
 
 def test_the_seed_stack_gets_the_nearest_consistent_stack():
-    proposal = stack.nearest(SEED)
+    proposal = proposals.nearest(SEED)
     assert proposal is not None
     assert not [f for f in stack.check(proposal.stack) if f.severity == ERROR]
     changes = {var: (now, then) for var, now, then in proposal.changes}
@@ -47,7 +47,7 @@ def test_the_seed_stack_gets_the_nearest_consistent_stack():
 
 def test_a_consistent_stack_passes_every_rule():
     assert texts(stack.check(CONSISTENT), ERROR) == []
-    assert stack.nearest(CONSISTENT) is not None
+    assert proposals.nearest(CONSISTENT) is not None
 
 
 def test_the_toolkit_must_know_the_gpus_architecture():
@@ -113,7 +113,7 @@ def test_torch_1_12_on_an_h100_is_a_known_incompatibility_no_sm_90_kernels():
                                             f"(built for {built})"]
         assert "moi90/pytorch_compute_capabilities" in errors[0].source
         assert not [f for f in findings if f.severity == UNKNOWN]
-        proposal = stack.nearest(s)
+        proposal = proposals.nearest(s)
         assert proposal is not None and not proposal.unknowns
         assert stack.wheel_kernels(proposal.stack)[0].endswith("its sm_90 cubins run on the sm_90 GPU")
 
@@ -150,7 +150,7 @@ def test_ptx_only_is_a_warning_and_sm_cubins_of_another_major_do_not_count():
 
 def test_the_seeds_proposal_is_planned_again_with_its_kernels_checked():
     # issue 23: the proposal (TensorFlow 2.12 on the RTX 4090) left Ada's kernels "not checked"
-    proposal = stack.nearest(SEED)
+    proposal = proposals.nearest(SEED)
     assert proposal is not None and proposal.unknowns == () and proposal.warnings == ()
     assert stack.check(proposal.stack) == []  # the same rules, on the whole proposed stack
     assert stack.wheel_kernels(proposal.stack) == ["env tf: tensorflow==2.12.0: its sm_80 cubins run on the sm_89 GPU"]
