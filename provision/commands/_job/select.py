@@ -110,14 +110,15 @@ def _shard(hosts: list, shard: str, by: str, progress) -> list:
 
 
 def plan_gate(inventory: inv.Inventory, vault: inv.Vault, limit, force: bool, progress) -> None:
-    """``provision plan`` before an install: its errors stop the job (ProvisionError), unless ``force``."""
+    """``provision plan`` before an install: its errors stop the job (ProvisionError), unless ``force``; its
+    unknowns are printed and do not (``provision plan`` itself exits 7 on them)."""
     from provision.plan import planner
 
     found = planner.plan(inventory, vault, limit)
     if found.problems:
         raise found.problems[0]
     errors = found.errors()
-    for finding in errors:
+    for finding in errors + found.unknowns():  # what the tables cannot judge is said, though it stops nothing here
         progress(f"plan: {finding.line()}")
     if errors and not force:
         raise ProvisionError(f"plan: {len(errors)} errors in the stack or the design (above; `provision plan -i "
