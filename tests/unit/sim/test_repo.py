@@ -118,13 +118,10 @@ def test_rhel9_streams_name_their_own_branch():
     assert "kmod-nvidia-latest-dkms" not in open_["profiles"]["default"]["rpms"]
 
 
-def test_rhel9_repodata_lists_both_branches(tmp_path):
+def test_rhel9_repodata_lists_both_branches(built):
     snap = subset(snapshot.load("rhel9"), {"libnccl", "nvidia-imex", "nvidia-driver-cuda"})
     snap = dataclasses.replace(snap, modules=())
-    try:
-        dist = repo._build_folder(snap, tmp_path / "www" / repo.cuda_dir("rhel9"), repo.signing_gpg(tmp_path))
-    finally:
-        repo.stop(tmp_path)
+    dist = repo._build_folder(snap, built / "www" / repo.cuda_dir("rhel9"), repo.signing_gpg(built))  # the rack's key
     primary = next((dist / "repodata").glob("*primary.xml.gz"))
     ns = {"c": "http://linux.duke.edu/metadata/common"}
     found = set()
