@@ -84,6 +84,25 @@ def test_the_driver_the_roles_pin_is_in_the_snapshot(line, target):
         assert version in found, f"{target}: {name} is {found}, line {line or 'default'} pins {version}"
 
 
+@pytest.mark.parametrize(("line", "target"), [(li, t) for li, t in line_targets() if t != "rhel9"])
+def test_the_role_asks_for_every_exact_dependency_that_has_several_versions(line, target):
+    """apt takes a dependency's newest version as its candidate: nvidia-driver=550's "nvidia-driver-libs (= 550...)"
+    cannot be met while nvidia-driver-libs 580 is in the repository unless the role asks for nvidia-driver-libs=550
+    too (apt-get -s against the built debian12 folder says so). dnf (rhel9) picks the matching version itself."""
+    family = VARS[target.split("-")[0]]
+    driver = role_vars("nvidia_driver", family)
+    pins = release.pins(target, line)
+    version = f"{pins['driver_version']}-{driver['__nvidia_driver_revision']}"
+    snap = snapshot.load(target)
+    asked = {spec.replace("{{ nvidia_driver_branch }}", pins["driver_branch"])
+             for spec in driver["__nvidia_driver_packages"]}
+    for name in asked:
+        for dep in snap.package(name, version).depends:
+            dep_name = re.split(r"[\s(<>=]", dep.split("|")[0].strip())[0]
+            if "(=" in dep.split("|")[0] and len(snap.versions(dep_name)) > 1:
+                assert dep_name in asked, f"{target}: {name}={version} needs {dep}; the role asks for no {dep_name}"
+
+
 @pytest.mark.parametrize(("line", "target"), line_targets())
 def test_the_stack_pins_are_in_the_snapshot(line, target):
     stack = release.pins(target, line)
