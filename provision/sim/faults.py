@@ -151,6 +151,114 @@ def gpu_missing(model, device, value):
     return f"GPU{gpu['index']}"
 
 
+def _fabric(model: dict, device: str) -> dict:
+    gpu = _gpu(model, device)
+    if not gpu.get("fabric"):
+        raise ProvisionError(f"--device {device!r}: GPU{gpu['index']} is on no NVLink fabric "
+                             "(no NVSwitch, no NVLink domain)")
+    return gpu
+
+
+def fabric_in_progress(model, device, value):
+    """Fabric Manager never finished the GPU's registration: nvmlGpuFabricInfo's state stays In Progress and
+    its status is not read (N/A), as a GB200 GPU whose NVLink switch trays never trained it prints."""
+    gpu = _fabric(model, device)
+    gpu["fabric"].update(state=value or "In Progress", status="N/A")
+    return f"GPU{gpu['index']} fabric {gpu['fabric']['state']}"
+
+
+def fabric_limited(model, device, value):
+    """The fabric's health summary (R570+ NVML_GPU_FABRIC_HEALTH_SUMMARY_*) reports Limited Capacity (or --value:
+    Unhealthy): some of the GPU's NVLink routes lost."""
+    gpu = _fabric(model, device)
+    gpu["fabric"]["health"]["summary"] = value or "Limited Capacity"
+    return f"GPU{gpu['index']} fabric health {gpu['fabric']['health']['summary']}"
+
+
+def fabric_other_clique(model, device, value):
+    """The GPU registered in another clique than the rest of its NVLink domain (--value the clique id; default
+    the domain's own plus 1000): its partition was set up apart from its tray's."""
+    gpu = _fabric(model, device)
+    gpu["fabric"]["clique_id"] = int(value) if value is not None else int(gpu["fabric"]["clique_id"]) + 1000
+    return f"GPU{gpu['index']} clique {gpu['fabric']['clique_id']}"
+
+
+# NVML's error texts nvidia-smi prints for a GPU it cannot read (nvmlErrorString: NVML_ERROR_GPU_IS_LOST and
+# NVML_ERROR_UNKNOWN).
+LOST_ERRORS = ("GPU is lost", "Unknown Error")
+
+
+def _lost_error(value: str | None, default: str) -> str:
+    error = value or default
+    if error not in LOST_ERRORS:
+        raise ProvisionError(f"--value {error[:40]!r}: one of {', '.join(LOST_ERRORS)}")
+    return error
+
+
+def gpu_lost(model, device, value):
+    """NVML cannot open the GPU any more: nvidia-smi prints no section for it, only its "Unable to determine the
+    device handle" line with the error (--value, default GPU is lost)."""
+    gpu = _gpu(model, device)
+    gpu.update(lost=_lost_error(value, "GPU is lost"), lost_reads=False)
+    return f"GPU{gpu['index']} {gpu['bus_id']} lost"
+
+
+def gpu_unreadable(model, device, value):
+    """NVML still holds the GPU but every reading fails: nvidia-smi prints the error (--value, default Unknown
+    Error) in place of each of its values."""
+    gpu = _gpu(model, device)
+    gpu.update(lost=_lost_error(value, "Unknown Error"), lost_reads=True)
+    return f"GPU{gpu['index']} {gpu['bus_id']} unreadable"
+
+
+# The driver's recovery actions (nvmlDeviceGetGpuRecoveryAction as nvidia-smi prints gpu_recovery_action:
+# None, GPU Reset, Node Reboot, Drain P2P, Drain and Reset; utkuozdemir/nvidia_gpu_exporter PR 448).
+RECOVERY_ACTIONS = ("GPU Reset", "Node Reboot", "Drain P2P", "Drain and Reset")
+
+
+def recovery_action(model, device, value):
+    """The driver asks for a recovery action on the GPU (--value, default GPU Reset)."""
+    gpu = _gpu(model, device)
+    action = value or RECOVERY_ACTIONS[0]
+    if action not in RECOVERY_ACTIONS:
+        raise ProvisionError(f"--value {action[:40]!r}: one of {', '.join(RECOVERY_ACTIONS)}")
+    gpu["recovery_action"] = action
+    return f"GPU{gpu['index']} recovery action {action}"
+
+
+# NVLink5 Xid lines as driver 570/580 prints them (unit, severity, XC/instance, link, six registers), real lines
+# quoted in leptonai/gpud PR 1160 (144 SAW_MVB, 149 NETIR_LINK_EVT) and PR 1174 (145 RLW_RXPIPE); the PCI id and
+# link are the faulted GPU's. Other NVLink5 codes (146-148, 150) have no published line here: refused.
+NVLINK5_XIDS = {
+    144: "SAW_MVB Nonfatal XC0 i0 Link {link:02d} (0x00000001 0x00000008 0x00000000 0x00000000 0x00000000 0x00000000)",
+    145: "RLW_RXPIPE Nonfatal XC0 i0 Link {link:02d} (0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 "
+         "0x00000004)",
+    149: "NETIR_LINK_EVT Fatal XC0 i0 Link {link:02d} (0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 "
+         "0x00000000)",
+}
+
+
+def nvlink5_xid(model, device, value):
+    """An NVLink5 Xid on the GPU (--value CODE[:LINK], default 145 on link 0): the kernel log gains the driver's
+    line; a fatal one (149) also takes the link down, as the NVLink5 workflow's link error does."""
+    gpu = _gpu(model, device)
+    code, _, link_text = (value or "145").partition(":")
+    try:
+        xid, link = int(code), int(link_text or 0)
+    except ValueError:
+        raise ProvisionError(f"--value {str(value)[:40]!r}: CODE[:LINK], e.g. 145:13") from None
+    if xid not in NVLINK5_XIDS:
+        known = ", ".join(map(str, NVLINK5_XIDS))
+        raise ProvisionError(f"--value {xid}: an NVLink5 Xid with a published line ({known})")
+    links = (gpu.get("nvlink") or {}).get("links") or []
+    if not 0 <= link < len(links):
+        raise ProvisionError(f"--value {value!r}: GPU{gpu['index']} has links 0..{len(links) - 1}")
+    if NVLINK5_XIDS[xid].split()[1] == "Fatal":
+        links[link]["active"] = False
+    _log(model, f"NVRM: Xid (PCI:{_pci(gpu)}): {xid}, " + NVLINK5_XIDS[xid].format(link=link))
+    return f"GPU{gpu['index']} Xid {xid} link {link}"
+
+
 def bond_slave_down(model, device, value):
     slaves = model["storage"]["bond"]["slaves"]
     slave = next((s for s in slaves if s["name"] == device), None)
@@ -184,6 +292,20 @@ KINDS = {k.kind: k for k in [
     FaultKind("gpu_burn_faulty", "gpu", "gpu-burn reports the GPU FAULTY (and still exits 0)", gpu_burn_faulty),
     FaultKind("hung_tool", "tool", "a tool never returns (--device tool name, e.g. all_reduce_perf)", hung_tool),
     FaultKind("gpu_missing", "gpu", "a GPU missing from the node (not enumerated at all)", gpu_missing),
+    FaultKind("fabric_in_progress", "gpu", "NVLink fabric registration stuck In Progress (status N/A)",
+              fabric_in_progress),
+    FaultKind("fabric_limited", "gpu", "NVLink fabric health Limited Capacity (--value Unhealthy for the other summary)",
+              fabric_limited),
+    FaultKind("fabric_other_clique", "gpu", "a GPU in another NVLink clique than its domain (--value clique id)",
+              fabric_other_clique),
+    FaultKind("gpu_lost", "gpu", "NVML cannot open the GPU: nvidia-smi's device-handle error (--value GPU is lost | "
+              "Unknown Error)", gpu_lost),
+    FaultKind("gpu_unreadable", "gpu", "every reading of the GPU fails: nvidia-smi prints Unknown Error (or --value "
+              "GPU is lost)", gpu_unreadable),
+    FaultKind("recovery_action", "gpu", "the driver asks for a recovery action (--value GPU Reset | Node Reboot | "
+              "Drain P2P | Drain and Reset)", recovery_action),
+    FaultKind("nvlink5_xid", "gpu", "an NVLink5 Xid in the kernel log (--value CODE[:LINK], 144 | 145 | 149; 149 takes "
+              "the link down)", nvlink5_xid),
     FaultKind("bond_slave_down", "slave", "a storage bond slave with link down", bond_slave_down),
     FaultKind("old_driver", "node", "an old driver still loaded (--value version, default 535.183.01)", old_driver),
     FaultKind("slow_node", "node", "every collective the node joins is slower (--value factor, default 0.7)",

@@ -33,6 +33,22 @@ CA_TYPES = {"ConnectX-7": "MT4129", "ConnectX-6 Dx": "MT4125", "ConnectX-6": "MT
 # DGX H100: 2x Xeon Platinum 8480C, 56 cores each, 2 threads per core (DGX H100 user guide).
 CPU = {"numa_nodes": 2, "cores_per_numa": 56, "threads_per_core": 2}
 SWITCHES = 4
+# The <fabric><health> block of driver 580 as a healthy GPU prints it, per platform (health fields as printed:
+# "N/A" where the platform does not report one). HGX B200 through its NVSwitches: summary Healthy, bandwidth
+# and routes N/A, no partition field (tests/data/samples/nvidia_smi_qx_b200_8gpu_driver580_hgx.txt); a GB200
+# tray in an NVLink domain: bandwidth Full, routes False, partition_assigned N/A
+# (nvidia_smi_qx_gb200_4gpu_driver580_fabric_completed.txt). Both published scrubbed by NVIDIA in k8s-test-infra.
+FABRIC_HEALTH_NVSWITCH = {"summary": "Healthy", "bandwidth": "N/A", "route_recovery_in_progress": "N/A",
+                          "route_unhealthy": "N/A", "access_timeout_recovery": "False",
+                          "incorrect_configuration": "N/A"}
+FABRIC_HEALTH_DOMAIN = {"summary": "Healthy", "bandwidth": "Full", "route_recovery_in_progress": "False",
+                        "route_unhealthy": "False", "access_timeout_recovery": "False",
+                        "incorrect_configuration": "N/A", "partition_assigned": "N/A"}
+# An NVSwitch board's GPUs form no multi-node cluster: cliqueId 0 and an all-zero clusterUuid (the B200 capture).
+NO_CLUSTER = "00000000-0000-0000-0000-000000000000"
+# The cliqueId the NVLink switch trays' Fabric Manager gives the default partition of a rack's first NVLink
+# domain (the GB200 capture prints 2); the simulator numbers the next domains on from it.
+FIRST_CLIQUE = 2
 NOISE_PCT = 2.0
 # Healthy figures per profile name (figures.yaml), and the rack's site settings, whose
 # provision_storage is the storage bond the simulated kernel shows (site.yml).
@@ -91,6 +107,35 @@ def _nvlink(gpu: dict) -> dict:
             "links": [{"link": i, "active": True} for i in range(links)]}
 
 
+def nvlink_domain(profile: dict, node_index: int) -> int | None:
+    """The NVLink domain (0-based) of the rack's node ``node_index``: consecutive nodes grouped by the profile's
+    ``nvlink_domain.nodes`` (18 trays of a GB200 NVL72 rack); None where the profile has no NVLink domain."""
+    domain = profile.get("nvlink_domain")
+    return node_index // max(1, int(domain["nodes"])) if domain else None
+
+
+def _fabric(profile: dict, node_index: int) -> dict | None:
+    """The GPU's NVLink fabric registration (nvmlGpuFabricInfo) once training completed: an NVLink-domain tray
+    shares its domain's clique and cluster UUID with the domain's other trays; an NVSwitch board's GPUs have no
+    cluster. None where the GPUs meet through no NVLink fabric."""
+    domain = nvlink_domain(profile, node_index)
+    if domain is not None:
+        return {"state": "Completed", "status": "Success", "clique_id": FIRST_CLIQUE + domain,
+                "cluster_uuid": str(uuid.UUID(bytes=_digest("nvlink-domain", domain)[:16])),
+                "health": dict(FABRIC_HEALTH_DOMAIN)}
+    if profile["gpu"].get("nvswitch"):
+        return {"state": "Completed", "status": "Success", "clique_id": 0, "cluster_uuid": NO_CLUSTER,
+                "health": dict(FABRIC_HEALTH_NVSWITCH)}
+    return None
+
+
+def _c2c(gpu: dict) -> bool:
+    """True where the GPU reaches its host over NVLink-C2C: a Grace superchip (GH200, GB200, GB300), whose
+    product name starts "NVIDIA G" (the GB200 capture: c2c_mode Enabled, addressing_mode ATS; the B200's
+    Disabled and None). A profile's ``gpu.c2c`` wins."""
+    return bool(gpu.get("c2c", str(gpu["model"]).startswith("NVIDIA G")))
+
+
 def _memory_errors(gpu: dict) -> dict:
     """Remapped rows (HBM, Ampere and later) or retired pages (older boards), healthy."""
     if gpu.get("memory_error_mechanism", "row_remapping") == "page_retirement":
@@ -99,7 +144,7 @@ def _memory_errors(gpu: dict) -> dict:
             "retired_pages": None}
 
 
-def _gpu(profile: dict, hostname: str, index: int) -> dict:
+def _gpu(profile: dict, hostname: str, index: int, node_index: int = 0) -> dict:
     """One healthy GPU of ``profile`` on ``hostname``."""
     gpu = profile["gpu"]
     pcie = gpu.get("pcie", {"gen": 4, "width": 16})
@@ -117,6 +162,9 @@ def _gpu(profile: dict, hostname: str, index: int) -> dict:
         "pcie": {"gen_current": pcie["gen"], "gen_max": pcie["gen"],
                  "width_current": pcie["width"], "width_max": pcie["width"], "replays": 0},
         "nvlink": _nvlink(gpu), "nvswitch": bool(gpu.get("nvswitch", False)),
+        "fabric": _fabric(profile, node_index), "c2c": _c2c(gpu),
+        # The driver's own recovery action (gpu_recovery_action, R565+): "None" while the GPU needs none.
+        "recovery_action": "None", "lost": False,
         "ecc": {"volatile": _counters(), "aggregate": _counters()},
         **_memory_errors(gpu),
         "present": True, "fallen_off_bus": False,
@@ -178,7 +226,7 @@ def build(profile: dict, hostname: str, node_index: int) -> dict:
     return {
         "hostname": hostname, "profile": profile.get("name"),
         "cpu": dict(CPU),
-        "gpus": [_gpu(profile, hostname, i) for i in range(gpu_count)],
+        "gpus": [_gpu(profile, hostname, i, node_index) for i in range(gpu_count)],
         "hcas": [_hca(profile, hostname, node_index, i) for i in range(hca_count)],
         "nominal": {"hca_rate_Gbps": hca.get("rate_Gbps"),
                     "gpu_pcie": dict((profile.get("gpu") or {}).get("pcie") or {}),

@@ -25,10 +25,11 @@ PCIE_ENCODING = {1: 0.8, 2: 0.8}
 PCIE_PROTOCOL_EFFICIENCY = 0.85
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.")
-# PCI device ids by product-name fragment (PCI ID repository, pci-ids.ucw.cz, vendor 10de).
-PCI_DEVICE_IDS = (("H100 80GB HBM3", "2330"), ("H200", "2335"), ("A100-SXM4-80GB", "20b2"),
-                  ("A100-SXM4-40GB", "20b0"), ("A100", "20b5"), ("A10", "2236"), ("T4", "1eb8"),
-                  ("V100", "1db5"), ("L4", "27b8"), ("4090", "2684"))
+# PCI device ids by product-name fragment (PCI ID repository, pci-ids.ucw.cz, vendor 10de; B200 and GB200:
+# pci_device_id 290110DE and 294110DE in the driver-580 captures, tests/data/samples/nvidia_smi_qx_*_driver580_*).
+PCI_DEVICE_IDS = (("GB200", "2941"), ("B200", "2901"), ("H100 80GB HBM3", "2330"), ("H200", "2335"),
+                  ("A100-SXM4-80GB", "20b2"), ("A100-SXM4-40GB", "20b0"), ("A100", "20b5"), ("A10", "2236"),
+                  ("T4", "1eb8"), ("V100", "1db5"), ("L4", "27b8"), ("4090", "2684"))
 _RANDOM = random.SystemRandom()
 
 

@@ -5,6 +5,23 @@ value is a string or a list of nodes; a ``None`` label or tag leaves the node ou
 rendering. Labels, tags and order follow smi_q_h100x8_535_183, smi_q_a10_remap_pending_535_129
 and smi_qx_t4_v11_width_x8 plus a v12 (R555) XML capture. Hopper and later split SRAM
 uncorrectable errors into parity and SEC-DED counts (the H100 capture); earlier GPUs print one.
+
+Driver 580 (the Blackwell line) prints DTD v13, tab-indented, with the elements of the real driver-580
+captures in their order (tests/data/samples/nvidia_smi_qx_b200_8gpu_driver580_hgx.txt and
+nvidia_smi_qx_gb200_4gpu_driver580_fabric_completed.txt, published scrubbed by NVIDIA in k8s-test-infra):
+display_attached/display_active and addressing_mode after persistence_mode, c2c_mode and gpu_recovery_action
+before gsp_firmware_version, average/instant power draw, and the whole <fabric> block (state, status,
+cliqueId, clusterUuid, health: summary, bandwidth, route_recovery_in_progress, route_unhealthy,
+access_timeout_recovery, incorrect_configuration, partition_assigned where the platform prints it). The -q
+text labels of that block are nvidia-smi 580's as users paste them ("CliqueId", "ClusterUUID", "Health",
+"Summary", "Route Recovery in progress", ..., "Partition Assigned": NVIDIA/gpu-operator issue 2511, driver
+580.159.04; NVIDIA/k8s-dra-driver-gpu issue 626). Elements the simulator has no hardware for are left out,
+never invented; the order of those printed is the captures'.
+
+A lost GPU (the model's ``lost``: the NVML error text) is printed the two ways nvidia-smi does: with
+``lost_reads`` (NVML still holds a handle, every reading fails) its section's readings print the error text;
+otherwise the GPU has no section and nvidia-smi names it in its "Unable to determine the device handle for
+GPU<bus>: <error>" line (NVIDIA/k8s-test-infra nvidia-smi tests; users' reports of Xid 79).
 """
 from __future__ import annotations
 
@@ -20,11 +37,27 @@ ARCHITECTURES = (("B300", "Blackwell"), ("B200", "Blackwell"), ("H200", "Hopper"
 # Bank-remap histogram maximum of an H100 80GB (smi_q_h100x8_535_183: "Max : 2560 bank(s)").
 REMAP_BANKS = 2560
 LABEL_WIDTH = 42
+# The driver branch from which nvidia-smi prints the v13 layout of the Blackwell captures (module doc).
+R580 = 580
+# A GPU NVML cannot open: nvidia-smi's line (the GPU is named by its 4-digit-domain bus id, as users paste it).
+HANDLE_ERROR = "Unable to determine the device handle for GPU{bus}: {error}"
+LOST_HINT = {"GPU is lost": ".  Reboot the system to recover this GPU"}
+# Health fields of the driver-580 <fabric><health> block, in the captures' order: model key, -q label.
+FABRIC_HEALTH = (("summary", "Summary"), ("bandwidth", "Bandwidth"),
+                 ("route_recovery_in_progress", "Route Recovery in progress"), ("route_unhealthy", "Route Unhealthy"),
+                 ("access_timeout_recovery", "Access Timeout Recovery"),
+                 ("incorrect_configuration", "Incorrect Configuration"), ("partition_assigned", "Partition Assigned"))
 
 
 def architecture(model: str) -> str:
     """GPU architecture name as ``Product Architecture`` prints it."""
     return next((arch for key, arch in ARCHITECTURES if key in model), "Hopper")
+
+
+def r580(ctx: dict) -> bool:
+    """True where the loaded driver prints the driver-580 layout (the module doc)."""
+    head = str(ctx["driver"]["version"]).split(".")[0]
+    return head.isdigit() and int(head) >= R580
 
 
 def _yn(flag: bool) -> str:
@@ -96,14 +129,23 @@ def _pci(gpu: dict) -> list:
             ("Tx Throughput", "tx_util", "0 KB/s"), ("Rx Throughput", "rx_util", "0 KB/s")]
 
 
-def _power_clocks(gpu: dict) -> list:
+def _draw(gpu: dict, v13: bool) -> list:
+    """Power draw: one reading, or driver 580's average and instantaneous ones (the v13 captures)."""
+    draw = f"{gpu['power_W']:.2f} W"
+    if not v13:
+        return [("Power Draw", "power_draw", draw)]
+    return [("Average Power Draw", "average_power_draw", draw),
+            ("Instantaneous Power Draw", "instant_power_draw", draw)]
+
+
+def _power_clocks(gpu: dict, v13: bool = False) -> list:
     """Temperature, power readings and clocks."""
     cap, clk = f"{gpu['power_cap_W']:.2f} W", gpu["clocks"]
     return [
         ("Temperature", "temperature", [("GPU Current Temp", "gpu_temp", f"{gpu['temp_C']} C"),
                                         ("GPU Target Temperature", "gpu_target_temperature", "N/A")]),
         ("GPU Power Readings", "gpu_power_readings", [
-            ("Power Draw", "power_draw", f"{gpu['power_W']:.2f} W"),
+            *_draw(gpu, v13),
             ("Current Power Limit", "current_power_limit", cap),
             ("Requested Power Limit", "requested_power_limit", cap),
             ("Default Power Limit", "default_power_limit", cap), ("Max Power Limit", "max_power_limit", cap)]),
@@ -131,18 +173,56 @@ def _event_reasons(gpu: dict) -> list:
             for label, key in EVENT_REASONS]
 
 
+def _fabric(gpu: dict, v13: bool) -> list:
+    """The <fabric> block: State and Status before driver 580 (N/A without a fabric), then the whole
+    registration and its health as driver 580 prints it (the module doc)."""
+    fab = gpu.get("fabric")
+    if fab is None:
+        return [("State", "state", "N/A"), ("Status", "status", "N/A")]
+    nodes = [("State", "state", fab["state"]), ("Status", "status", fab["status"])]
+    if not v13:
+        return nodes
+    done = fab["state"] == "Completed"  # NVML: the rest is read only once the probe completed
+    health = fab.get("health") or {}
+    nodes += [("CliqueId", "cliqueId", str(fab["clique_id"]) if done else "N/A"),
+              ("ClusterUUID", "clusterUuid", fab["cluster_uuid"] if done else "N/A"),
+              ("Health", "health", [(label, key, str(health[key]) if done else "N/A")
+                                    for key, label in FABRIC_HEALTH if key in health])]
+    return nodes
+
+
+def _lost(nodes: list, error: str) -> list:
+    """A lost GPU's readings: every value but its PCI identity printed as NVML's error text."""
+    return [(label, tag, value if tag == "pci" or label == "Bus Id" else
+             (_lost(value, error) if isinstance(value, list) else error)) for label, tag, value in nodes]
+
+
 def gpu_tree(index: int, gpu: dict, ctx: dict) -> list:
     """All nodes of one GPU in the real tool's order."""
+    v13 = r580(ctx)
+    nodes = _tree(index, gpu, ctx, v13)
+    return _lost(nodes, str(gpu["lost"])) if gpu.get("lost") and gpu.get("lost_reads") else nodes
+
+
+def _tree(index: int, gpu: dict, ctx: dict, v13: bool) -> list:
+    """All nodes of one readable GPU; ``v13``: driver 580's layout."""
     arch = architecture(gpu["model"])
     split = arch in ("Hopper", "Blackwell")
     used = gpu.get("memory_used_MiB", 0)
+    c2c = bool(gpu.get("c2c"))
+    display = ([("Display Mode", "display_mode", "Requested functionality has been deprecated"),
+                ("Display Attached", "display_attached", "Yes"), ("Display Active", "display_active", "Disabled")]
+               if v13 else [("Display Mode", "display_mode", "Disabled")])
     return [
         ("Product Name", "product_name", gpu["model"]), ("Product Brand", "product_brand", "NVIDIA"),
         ("Product Architecture", "product_architecture", arch),
-        ("Display Mode", "display_mode", "Disabled"), ("Persistence Mode", "persistence_mode", ctx["persistence"]),
+        *display, ("Persistence Mode", "persistence_mode", ctx["persistence"]),
+        *([("Addressing Mode", "addressing_mode", "ATS" if c2c else "None")] if v13 else []),
         ("MIG Mode", "mig_mode", [("Current", "current_mig", "Disabled"), ("Pending", "pending_mig", "Disabled")]),
         ("Serial Number", "serial", gpu["serial"]), ("GPU UUID", "uuid", gpu["uuid"]),
         ("Minor Number", "minor_number", str(index)),
+        *([("C2C Mode", "c2c_mode", "Enabled" if c2c else "Disabled"),
+           ("GPU Recovery Action", "gpu_recovery_action", str(gpu.get("recovery_action", "None")))] if v13 else []),
         ("GSP Firmware Version", "gsp_firmware_version", ctx["driver"]["version"]),
         ("PCI", "pci", _pci(gpu)), ("Fan Speed", "fan_speed", "N/A"), ("Performance State", "performance_state", "P0"),
         ("Clocks Event Reasons", "clocks_event_reasons", _event_reasons(gpu)),
@@ -156,9 +236,8 @@ def gpu_tree(index: int, gpu: dict, ctx: dict) -> list:
             ("Volatile", "volatile", _ecc_scope(gpu["ecc"]["volatile"], split, False)),
             ("Aggregate", "aggregate", _ecc_scope(gpu["ecc"]["aggregate"], split, True))]),
         ("Retired Pages", "retired_pages", _retired(gpu)), ("Remapped Rows", "remapped_rows", _remapped(gpu)),
-        *_power_clocks(gpu),
-        ("Fabric", "fabric", [("State", "state", "Completed" if gpu.get("nvswitch") else "N/A"),
-                              ("Status", "status", "Success" if gpu.get("nvswitch") else "N/A")]),
+        *_power_clocks(gpu, v13),
+        ("Fabric", "fabric", _fabric(gpu, v13)),
         ("Processes", None, "None"), (None, "processes", ""),
     ]
 
@@ -186,8 +265,26 @@ def render_text(pairs: list[tuple[int, dict]], ctx: dict) -> str:
              f"{'CUDA Version':<{LABEL_WIDTH}}: {drv['cuda_version']}", "",
              f"{'Attached GPUs':<{LABEL_WIDTH}}: {ctx['attached']}"]
     for index, gpu in pairs:
+        if unreachable(gpu):
+            continue
         lines += [f"GPU {gpu['bus_id']}"] + _text_nodes(gpu_tree(index, gpu, ctx), 1) + [""]
-    return "\n".join(lines) + "\n"
+    return "".join(handle_errors(pairs)) + "\n".join(lines) + "\n"
+
+
+def unreachable(gpu: dict) -> bool:
+    """A lost GPU NVML holds no handle for: nvidia-smi prints no section for it."""
+    return bool(gpu.get("lost")) and not gpu.get("lost_reads")
+
+
+def handle_errors(pairs: list[tuple[int, dict]]) -> list[str]:
+    """nvidia-smi's lines for the GPUs it cannot open (the module doc)."""
+    out = []
+    for _index, gpu in pairs:
+        if unreachable(gpu):
+            error = str(gpu["lost"])
+            bus = gpu["bus_id"][4:] if len(gpu["bus_id"].split(":")[0]) == 8 else gpu["bus_id"]
+            out.append(HANDLE_ERROR.format(bus=bus, error=error) + LOST_HINT.get(error, "") + "\n")
+    return out
 
 
 def _xml_nodes(nodes: list, depth: int) -> list[str]:
@@ -208,11 +305,23 @@ def _xml_nodes(nodes: list, depth: int) -> list[str]:
 def render_xml(pairs: list[tuple[int, dict]], ctx: dict) -> str:
     """``nvidia-smi -q -x``."""
     drv = ctx["driver"]
-    lines = ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">', "<nvidia_smi_log>",
+    v13 = r580(ctx)
+    lines = ['<?xml version="1.0" ?>', f'<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_{"v13" if v13 else "v12"}.dtd">',
+             "<nvidia_smi_log>",
              f"    <timestamp>{time.strftime('%a %b %d %H:%M:%S %Y')}</timestamp>",
              f"    <driver_version>{escape(drv['version'])}</driver_version>",
              f"    <cuda_version>{escape(drv['cuda_version'])}</cuda_version>",
              f"    <attached_gpus>{ctx['attached']}</attached_gpus>"]
     for index, gpu in pairs:
+        if unreachable(gpu):
+            continue
         lines += [f'    <gpu id="{gpu["bus_id"]}">'] + _xml_nodes(gpu_tree(index, gpu, ctx), 2) + ["    </gpu>"]
-    return "\n".join(lines + ["", "</nvidia_smi_log>"]) + "\n"
+    if v13:
+        lines = [_retab(line) for line in lines]  # the 580 captures: one tab a level
+    return "".join(handle_errors(pairs)) + "\n".join(lines + ["", "</nvidia_smi_log>"]) + "\n"
+
+
+def _retab(line: str) -> str:
+    """A line's leading four-space levels as tabs."""
+    body = line.lstrip(" ")
+    return "\t" * ((len(line) - len(body)) // 4) + body
