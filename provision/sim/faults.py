@@ -294,7 +294,7 @@ KINDS = {k.kind: k for k in [
     FaultKind("gpu_missing", "gpu", "a GPU missing from the node (not enumerated at all)", gpu_missing),
     FaultKind("fabric_in_progress", "gpu", "NVLink fabric registration stuck In Progress (status N/A)",
               fabric_in_progress),
-    FaultKind("fabric_limited", "gpu", "NVLink fabric health Limited Capacity (--value Unhealthy for the other summary)",
+    FaultKind("fabric_limited", "gpu", "NVLink fabric health Limited Capacity (--value Unhealthy: the other summary)",
               fabric_limited),
     FaultKind("fabric_other_clique", "gpu", "a GPU in another NVLink clique than its domain (--value clique id)",
               fabric_other_clique),

@@ -5,9 +5,10 @@
 Reads ``tests/data/<check>/cases.yaml`` (tests/unit/checks/declared.py) and, for each case with a
 ``sim`` recipe, runs the check's own steps (argv from the case's profile, as the burn-in runs them)
 against the simulated tools of provision/sim/tools/ for node07 of an H100 rack, with the case's
-fault set in the hardware model (``model``), the software state (``software``) or the rack's fabric
-(``fabric``, as ``provision sim fault`` edits a cable), and writes the step outputs the case names,
-and nothing else: only that check's folder (or ``--out``) is written, only the files of its cases.
+fault set in the hardware model (``model``; ``faults``: kinds of provision/sim/faults.py applied to it as
+``provision sim fault`` does), the software state (``software``; the packages of the profile's stack release
+line) or the rack's fabric (``fabric``, as ``provision sim fault`` edits a cable), and writes the step outputs
+the case names, and nothing else: only that check's folder (or ``--out``) is written, only the files of its cases.
 ``truncate: <case>`` writes the first half of that case's captures; ``recorded`` cases (raw outputs
 of a simulated rack's cluster burn-in) are named and left as they are. Outputs are never written by
 hand.
@@ -83,16 +84,19 @@ def edit(tree: dict, changes: dict) -> None:
             node[key] = copy.deepcopy(value)
 
 
-def software() -> dict:
-    """The software state of a node installed from the simulated repository (driver branch 550)."""
+def software(line: str | None = None) -> dict:
+    """The software state of a node installed from the simulated repository: the packages of the profile's stack
+    release line ``line`` (the Blackwell line: driver 580.105.08, CUDA 13.0), the seed line's (driver branch 550)
+    for the rest and where the profile names none."""
     snap = snapshot.load("debian12")
-    seed = [p for p in snap.packages if not p.line]  # the seed line's packages, not the Blackwell line's
+    chosen = {p.name: p for p in snap.packages if not p.line}  # the seed line's packages
+    chosen.update({p.name: p for p in snap.packages if line and p.line == line})
     facts: dict = {}
-    for pkg in seed:  # the files the simulated packages carry (provision/sim/repo.py)
+    for pkg in chosen.values():  # the files the simulated packages carry (provision/sim/repo.py)
         facts.update(repo.package_facts(snap, pkg))
-    return {"driver": json.loads(facts["usr/lib/provision-sim/nvidia-driver.json"]),
-            "cuda": json.loads(facts["usr/local/cuda-12.4/version.json"]),
-            "packages": {p.name: p.version for p in seed}}
+    driver = json.loads(facts["usr/lib/provision-sim/nvidia-driver.json"])
+    cuda = facts.get(f"usr/local/cuda-{driver['cuda_version']}/version.json") or facts["usr/local/cuda-12.4/version.json"]
+    return {"driver": driver, "cuda": json.loads(cuda), "packages": {p.name: p.version for p in chosen.values()}}
 
 
 def dpkg_query(args: list[str], state: dict) -> str:
@@ -167,8 +171,10 @@ def remake(check_id: str, case: declared.Case, out: Path, made: dict, seed: int,
     else:
         profile = case.host_profile()
         model = hwmodel.build(profile.data, NODE, NODE_INDEX)
-        state = software()
+        state = software(profile.hardware.stack_line)
         edit(model, recipe.get("model") or {})
+        for fault in recipe.get("faults") or []:  # as `provision sim fault NODE KIND --device D --value V` edits it
+            faults.KINDS[fault["kind"]].apply(model, str(fault["device"]), fault.get("value"))
         edit(state, recipe.get("software") or {})
         world = None
         if "fabric" in recipe:
