@@ -37,6 +37,10 @@ class FaultKind:
     target: str  # gpu | hca | slave | pair | tool | node
     description: str
     apply: Callable[[dict, str, str | None], str]  # (model, device, value) -> device label
+    # The nodes whose tools show the fault: None for every node; "blackwell" for a Blackwell node on driver 580,
+    # whose nvidia-smi prints the fabric's health, clique and the driver's recovery action (older drivers print
+    # the fabric's state only) and whose kernel logs NVLink5 Xids.
+    needs: str | None = None
 
 
 def _gpu(model: dict, device: str) -> dict:
@@ -293,19 +297,19 @@ KINDS = {k.kind: k for k in [
     FaultKind("hung_tool", "tool", "a tool never returns (--device tool name, e.g. all_reduce_perf)", hung_tool),
     FaultKind("gpu_missing", "gpu", "a GPU missing from the node (not enumerated at all)", gpu_missing),
     FaultKind("fabric_in_progress", "gpu", "NVLink fabric registration stuck In Progress (status N/A)",
-              fabric_in_progress),
+              fabric_in_progress, "blackwell"),
     FaultKind("fabric_limited", "gpu", "NVLink fabric health Limited Capacity (--value Unhealthy: the other summary)",
-              fabric_limited),
+              fabric_limited, "blackwell"),
     FaultKind("fabric_other_clique", "gpu", "a GPU in another NVLink clique than its domain (--value clique id)",
-              fabric_other_clique),
+              fabric_other_clique, "blackwell"),
     FaultKind("gpu_lost", "gpu", "NVML cannot open the GPU: nvidia-smi's device-handle error (--value GPU is lost | "
-              "Unknown Error)", gpu_lost),
+              "Unknown Error)", gpu_lost, "blackwell"),
     FaultKind("gpu_unreadable", "gpu", "every reading of the GPU fails: nvidia-smi prints Unknown Error (or --value "
-              "GPU is lost)", gpu_unreadable),
+              "GPU is lost)", gpu_unreadable, "blackwell"),
     FaultKind("recovery_action", "gpu", "the driver asks for a recovery action (--value GPU Reset | Node Reboot | "
-              "Drain P2P | Drain and Reset)", recovery_action),
+              "Drain P2P | Drain and Reset)", recovery_action, "blackwell"),
     FaultKind("nvlink5_xid", "gpu", "an NVLink5 Xid in the kernel log (--value CODE[:LINK], 144 | 145 | 149; 149 takes "
-              "the link down)", nvlink5_xid),
+              "the link down)", nvlink5_xid, "blackwell"),
     FaultKind("bond_slave_down", "slave", "a storage bond slave with link down", bond_slave_down),
     FaultKind("old_driver", "node", "an old driver still loaded (--value version, default 535.183.01)", old_driver),
     FaultKind("slow_node", "node", "every collective the node joins is slower (--value factor, default 0.7)",

@@ -3,7 +3,7 @@
 Layouts follow topo_m_a100x8_nv12_4nic / topo_m_v100x8_dgx1_hybrid_cube_mesh_tabs (tab
 separated cells, legend, NIC legend) and nvlink_status_v100_two_inactive_elided
 (``\\t Link N: 25 GB/s`` or ``<inactive>``). Between GPUs on an NVSwitch board the cell is
-``NV#`` with # the links both GPUs have active; otherwise the PCIe path decides:
+``NV#`` with # the links both GPUs have active (so too between a GB200 tray's GPUs); otherwise the PCIe path decides:
 same PCIe switch -> PIX, same NUMA node -> NODE, else SYS.
 """
 from __future__ import annotations
@@ -34,11 +34,18 @@ def _pcie_path(a: dict, b: dict) -> str:
     return "NODE" if a.get("numa_node") == b.get("numa_node") else "SYS"
 
 
+def _switched(gpu: dict) -> bool:
+    """The GPU reaches the others through NVLink switches: an NVSwitch board, or a tray of an NVLink domain
+    (its fabric registration; a GB200 NVL72 tray prints NV18 between its GPUs, MLCommons GB200 NVL72 system
+    description, profile gb200-nvl72)."""
+    return bool(gpu.get("nvswitch") or gpu.get("fabric"))
+
+
 def _cell(a: tuple[str, dict], b: tuple[str, dict]) -> str:
     """Matrix cell between devices ``a`` and ``b`` (kind, device)."""
     if a[1] is b[1]:
         return " X "
-    if a[0] == b[0] == "gpu" and a[1].get("nvswitch") and b[1].get("nvswitch"):
+    if a[0] == b[0] == "gpu" and _switched(a[1]) and _switched(b[1]):
         links = min(active_links(a[1]), active_links(b[1]))
         if links:
             return f"NV{links}"

@@ -95,7 +95,8 @@ def software(line: str | None = None) -> dict:
     for pkg in chosen.values():  # the files the simulated packages carry (provision/sim/repo.py)
         facts.update(repo.package_facts(snap, pkg))
     driver = json.loads(facts["usr/lib/provision-sim/nvidia-driver.json"])
-    cuda = facts.get(f"usr/local/cuda-{driver['cuda_version']}/version.json") or facts["usr/local/cuda-12.4/version.json"]
+    cuda = facts.get(f"usr/local/cuda-{driver['cuda_version']}/version.json")
+    cuda = cuda or facts["usr/local/cuda-12.4/version.json"]  # the seed line's toolkit beside driver 550
     return {"driver": driver, "cuda": json.loads(cuda), "packages": {p.name: p.version for p in chosen.values()}}
 
 
