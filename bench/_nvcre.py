@@ -84,6 +84,9 @@ class Nvcre:
         """(this round's (stage, ring) tests, what waits, each half -> its other half)."""
         busy: set[str] = set()
         tests, later, halves = [], [], {}
+        todo = [(s, r) for stage, ring in todo  # a group of two: confirm each (a one-host half runs no network)
+                for s, r in ([("confirm", (h,)) for h in ring] if stage == "bisect" and len(ring) <= 2
+                             else [(stage, ring)])]
         for stage, ring in todo:
             if stage == "confirm" and ("node", ring[0]) in self.named:
                 continue
@@ -96,8 +99,6 @@ class Nvcre:
             elif stage == "boundary":
                 tests.append(("boundary", ring))
                 busy.update(ring)
-            elif len(ring) <= 2:  # a half of one host would run no network: confirm each instead
-                later += [("confirm", (h,)) for h in ring]
             else:
                 half = (len(ring) + 1) // 2
                 a, b = ring[:half], ring[half:]

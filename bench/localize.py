@@ -2,13 +2,13 @@
 pairwise schemes.
 
 Prints figures, never passes or fails. Fabric: ``synth.fat_tree``, NDR radix 64, one plane (faults on
-rail 0; a pair test covers every plane at once, so more planes change costs, not rounds), hosts filling
-leaves of 32 in order (16 and 32 hosts: two leaves of N/2), 32 uplinks a leaf, spines the fewest that
-divide them and fit 64 ports. Where N is no multiple of 32 the last leaf is part-filled with all its
-uplinks cabled, as a scalable unit's leaf is before its racks arrive: 232 = 7 x 32 + 8, 1,250 = 39 x 32
-+ 2 (a leaf of 2 hosts and 32 uplinks). Faults placed at random per trial: bad nodes (factor U(0.5, 0.8):
-a throttled GPU, PCIe at half width), a bad HCA (0.5: link trained at 2x or HDR), one bad leaf-spine cable
-(0.25 or 0.5: trained at 1x or 2x, which ibnetdiscover reads too).
+rail 0; a pair test covers every plane at once, so more planes change costs, not rounds), ceil(N / 32)
+leaves (16 and 32 hosts: two leaves of N/2) filled in host order at ceil(N / leaves) hosts a leaf, the
+last holding the rest, with as many uplinks, spines the fewest that divide 32 and fit 64 ports: 232 = 8
+leaves of 29; 1,250 = 39 leaves of 32 and a part-filled one of 2 hosts with all 32 uplinks cabled (as a
+scalable unit's leaf is before its racks arrive). Faults placed at random per trial: bad nodes (factor
+U(0.5, 0.8): a throttled GPU, PCIe at half width), a bad HCA (0.5: link trained at 2x or HDR), one bad
+leaf-spine cable (0.25 or 0.5: trained at 1x or 2x, which ibnetdiscover reads too).
 
 Schemes:
   localize     ours, as the cluster procedure runs it: the localizer's suspects, a cable that traffic cannot
