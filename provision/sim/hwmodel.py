@@ -32,6 +32,9 @@ IDLE_TEMP_C = (33, 40)
 CA_TYPES = {"ConnectX-7": "MT4129", "ConnectX-6 Dx": "MT4125", "ConnectX-6": "MT4123"}
 # DGX H100: 2x Xeon Platinum 8480C, 56 cores each, 2 threads per core (DGX H100 user guide).
 CPU = {"numa_nodes": 2, "cores_per_numa": 56, "threads_per_core": 2}
+# A Grace host (GB200 compute tray: 2 Grace CPUs): 72 Arm Neoverse V2 cores per Grace CPU, one thread per core
+# (NVIDIA Grace CPU datasheet; profile gb200-nvl72: 2 Grace CPUs per tray, arm64).
+GRACE_CPU = {"numa_nodes": 2, "cores_per_numa": 72, "threads_per_core": 1, "arch": "aarch64"}
 SWITCHES = 4
 # The <fabric><health> block of driver 580 as a healthy GPU prints it, per platform (health fields as printed:
 # "N/A" where the platform does not report one). HGX B200 through its NVSwitches: summary Healthy, bandwidth
@@ -225,7 +228,7 @@ def build(profile: dict, hostname: str, node_index: int) -> dict:
     hca = profile.get("hca") or {}
     return {
         "hostname": hostname, "profile": profile.get("name"),
-        "cpu": dict(CPU),
+        "cpu": dict(GRACE_CPU if gpu_count and _c2c(profile["gpu"]) else CPU),
         "gpus": [_gpu(profile, hostname, i, node_index) for i in range(gpu_count)],
         "hcas": [_hca(profile, hostname, node_index, i) for i in range(hca_count)],
         "nominal": {"hca_rate_Gbps": hca.get("rate_Gbps"),

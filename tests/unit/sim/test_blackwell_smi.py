@@ -129,6 +129,7 @@ def test_nvlink5_links(node):
     assert out.count("\t Link 17: 53.125 GB/s") == 4 and "Link 18" not in out
     _, topo, _ = sim.run(nvidia_smi, ["topo", "-m"])
     assert topo.splitlines()[1].split("\t")[2] == "NV18"
+    assert topo.splitlines()[4].split("\t")[9] == "72-143"  # GPU3 on the second Grace CPU: 72 cores, no SMT
 
 
 def _fault(sim, kind: str, device: str, value: str | None = None) -> dict:
