@@ -79,6 +79,10 @@ class RunOutcome:
                                                                                self.outcome.value.upper())
         return f"run {label}" + (f": {', '.join(self.reasons)}" if self.reasons else "")
 
+    def to_dict(self) -> dict:
+        """report.json's ``outcome`` (derived: a reader recomputes it from the results)."""
+        return {"outcome": self.outcome.value, "reasons": list(self.reasons)}
+
 
 @dataclass
 class _Cable:

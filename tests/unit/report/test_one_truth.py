@@ -177,3 +177,12 @@ def test_promtool_accepts_the_textfile(tmp_path):
         path = prometheus.write(tmp_path / "burnin.prom", run)
         proc = subprocess.run(["promtool", "check", "metrics"], stdin=path.open(), capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_report_json_carries_the_runs_verdict_and_an_old_report_reads_without_it():
+    saved = cable_run().to_dict()
+    assert saved["outcome"] == {"outcome": "fail", "reasons": ["1 cable failed", "2 switch ports failed"]}
+    assert schema.problems(saved) == []
+    del saved["outcome"]  # a report written before it: still valid, the same verdict recomputed
+    assert schema.problems(saved) == []
+    assert reading.run_from_dict(saved, "old").outcome().line() == "run FAIL: 1 cable failed, 2 switch ports failed"
