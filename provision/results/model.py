@@ -336,7 +336,8 @@ class Run:
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "inventory": self.inventory,
             "phases": self.phases, "started": self.started, "finished": self.finished,
-            "verdicts": self.verdicts(), "outcome": self.outcome().to_dict(), "hosts": {h: r.to_dict() for h, r in self.hosts.items()},
+            "verdicts": self.verdicts(), "outcome": self.outcome().to_dict(),
+            "hosts": {h: r.to_dict() for h, r in self.hosts.items()},
             "install": {h: i.to_dict() for h, i in self.install.items()},
             "results": [r.to_dict() for r in self.results],
         }
