@@ -186,3 +186,22 @@ def test_report_json_carries_the_runs_verdict_and_an_old_report_reads_without_it
     del saved["outcome"]  # a report written before it: still valid, the same verdict recomputed
     assert schema.problems(saved) == []
     assert reading.run_from_dict(saved, "old").outcome().line() == "run FAIL: 1 cable failed, 2 switch ports failed"
+
+
+def test_a_regression_is_a_series_of_its_own_warning_or_failure():
+    """A regression as a warning passes its host (check_outcome says pass): its own series says it regressed."""
+    from provision.results.model import REGRESSION, Reference
+
+    run = flap_and_slow_hca_run()
+    base = Reference(395.3, -0.05, None, "Gb/s", "node03's median of its last 7 runs")
+    run.results.append(CheckResult(REGRESSION, ("n3",), Outcome.PASS, "warning: n3 mlx5_0 6.1% below its median",
+                                   findings=[Finding("mlx5_0", "bw_avg_Gbps", 371.2, True, "Gb/s", base)]))
+    run.results.append(CheckResult(REGRESSION, ("n4",), Outcome.FAIL, "n4 mlx5_0 10% below its median", findings=[
+        Finding("mlx5_0", "bw_avg_Gbps", 355.8, False, "Gb/s", base, fault="PERF_REGRESSION", action="compare")]))
+    got = {(lb["host"], lb["device"], lb["metric"], lb["as"]): v
+           for lb, v in families(run)["provision_burnin_regression_ratio"]}
+    assert got == {("n3", "mlx5_0", "bw_avg_Gbps", "warning"): pytest.approx(371.2 / 395.3),
+                   ("n4", "mlx5_0", "bw_avg_Gbps", "failure"): pytest.approx(355.8 / 395.3)}
+    outcome = ones(families(run)["provision_burnin_check_outcome"], "outcome")
+    assert outcome[(("check", REGRESSION), ("host", "n3"))] == "pass"  # the warning passes, its series says it
+    assert run.verdicts()["n4"] == "fail"  # as a failure it fails its host
