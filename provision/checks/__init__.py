@@ -31,12 +31,19 @@ def registry() -> dict[str, Check]:
 def markdown_table() -> str:
     """The checks as a Markdown table (id, scope, tool, what it judges: the first sentence of
     the module's docstring after ``id:``), in run order: README.md's table is this output."""
-    rows = ["| check | scope | tool | judges |", "| --- | --- | --- | --- |"]
+    rows = ["| check | scope | tool | applies to | judges |", "| --- | --- | --- | --- | --- |"]
     for check, doc in _found():
         first = " ".join((doc or "").split("\n\n")[0].split())
         judges = first.split(":", 1)[1].strip() if first.startswith(f"{check.id}:") else first
-        rows.append(f"| `{check.id}` | {check.scope.value} | {check.tool} | {judges} |")
+        rows.append(f"| `{check.id}` | {check.scope.value} | {check.tool} | {platforms(check)} | {judges} |")
     return "\n".join(rows) + "\n"
+
+
+def platforms(check: Check) -> str:
+    """The platform traits a check needs and those of its narrower rules (``provision.profiles.PLATFORMS``):
+    ``gpu; rule pcie: pcie_gpu``, ``-`` for a check that applies everywhere."""
+    rules = "; ".join(f"rule {rule}: {', '.join(needs)}" for rule, needs in check.rules.items())
+    return "; ".join(part for part in (", ".join(check.needs), rules) if part) or "-"
 
 
 def _found() -> list[tuple[Check, str]]:
@@ -89,5 +96,5 @@ def _site_checks() -> list[tuple[str, Check, str]]:
     return out
 
 
-__all__ = ["Check", "Finding", "Outcome", "Role", "Scope", "Step", "registry", "ids", "markdown_table",
+__all__ = ["Check", "Finding", "Outcome", "Role", "Scope", "Step", "registry", "ids", "markdown_table", "platforms",
            "CHECK_PATH_ENV"]

@@ -1,7 +1,8 @@
 """What a burn-in check is: the declaration each check module makes.
 
 A check module declares ``CHECK = Check(...)``: its id (= module name), the tool it runs,
-its ``order`` (lower runs first), its ``scope``, the hardware features it needs, its timeout,
+its ``order`` (lower runs first), its ``scope``, the platform traits it needs (``needs``; ``rules`` for a rule
+that applies on fewer platforms than its check: ``provision.profiles.PLATFORMS``), its timeout,
 the metrics it reports (name -> unit), the JSON Schema of each reference's ``params`` (metric ->
 ``{"required": [...], "properties": {...}}``: the test parameters its command is built from,
 checked against every profile by ``provision.checks.references``), the checks whose references
@@ -197,14 +198,32 @@ class Check:
     # A site's check reading a tool no package parser reads: parser name -> parse(text). The package's
     # checks have none: every parser they name is one ``provision parse`` knows.
     parsers: dict[str, Parser] = field(default_factory=dict)
+    # Rules that apply on fewer platforms than the check: rule (its metric or step) -> the platform traits it
+    # needs besides ``needs`` (``provision.profiles.PLATFORMS``), e.g. gpu_health's PCIe width: ("pcie_gpu",).
+    rules: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from provision.profiles import FEATURES  # the traits Profile.has answers
+
+        unknown = sorted({n for n in self.needs + sum(self.rules.values(), ()) if n not in FEATURES})
+        if unknown:  # a misspelt trait would turn the check off everywhere, or fail every run
+            raise ValueError(f"check {self.id}: unknown platform traits {', '.join(unknown)} "
+                             f"(known: {', '.join(FEATURES)})")
         if self.role is not None and self.scope is not self.role.scope:  # the procedure runs it as its role's jobs
             raise ValueError(f"check {self.id}: role {self.role.value} needs scope {self.role.scope.value}, "
                              f"not {self.scope.value}")
         shadowed = sorted(set(self.parsers) & set(PARSERS))
         if shadowed:  # one name, one parser: a step's output reads the same wherever it is parsed
             raise ValueError(f"check {self.id}: its own parsers {', '.join(shadowed)} are provision parse's names")
+
+    def not_applicable(self, profile, rule: str | None = None) -> str:
+        """Why this check (or its ``rule``) does not apply to ``profile``: the platform traits it needs that the
+        profile lacks, each with what the profile says instead; '' when it applies."""
+        return profile.lacking(self.needs + (self.rules[rule] if rule is not None else ()))
+
+    def applies(self, profile, rule: str | None = None) -> bool:
+        """Whether this check (or its ``rule``) applies to ``profile`` (see ``not_applicable``)."""
+        return not self.not_applicable(profile, rule)
 
     def parse_output(self, parser: str, text: str) -> dict:
         """``text`` read by the parser named ``parser`` (the check's own, else ``provision parse``'s);

@@ -4,8 +4,10 @@ Tool: ``nvidia-smi -q -x`` (XML, DTD v11-v13; parser ``provision.parsers.smi_xml
 Judges: GPU count and model against the profile; driver version against the stack release's
 pin (``profile.stack``); volatile
 uncorrectable ECC (DRAM and SRAM) = 0; no pending or failed row remap; no pending page
-retirement; PCIe max generation and current width at the profile's value (the current
-generation drops at idle by design, so it is judged under load by pcie_link); temperature
+retirement; PCIe max generation (the link's, max_link_gen, not the device's) and current width at
+the profile's value where the GPU's host link is PCIe (rule ``pcie`` needs ``pcie_gpu``: not on
+NVLink-C2C GPUs; the current generation drops at idle by design, so it is judged under load by
+pcie_link); temperature
 against the profile's reference (degrees C); persistence mode Enabled; no hardware or
 thermal clock slowdown active. Row-remap rule from aznhc's ECC check
 (https://github.com/Azure/azurehpc-health-checks, customTests/check_ecc).
@@ -139,14 +141,16 @@ def _gpu(device: str, g: dict, profile) -> list[Finding]:
         expect(device, "remapped_rows_pending", bool(rows.get("pending")), False, "ROW_REMAP_PENDING"),
         expect(device, "remapped_rows_failure", bool(rows.get("failure")), False, "ROW_REMAP_FAILURE"),
         expect(device, "retired_pages_pending", bool(g.get("retired_pages_pending")), False, "PAGE_RETIRE_PENDING"),
-        # nvidia-smi's max generation is what the GPU and its slot can reach: a capability.
-        expect(device, "pcie_gen_max", g.get("pcie_gen_max"), gpu.pcie.gen, "PCIE_CAPABILITY"),
-        expect(device, "pcie_width_current", g.get("width_current"), gpu.pcie.width, "PCIE_DOWNTRAINED",
-               unit="lanes"),
         expect(device, "persistence_mode", g.get("persistence_mode"), "Enabled", "PERSISTENCE_OFF"),
         expect(device, "clocks_event_reasons_hw", sorted(set(g.get("clocks_event_reasons_active") or []) & HW_SLOWDOWN),
                [], "GPU_THROTTLED"),
     ]
+    if CHECK.applies(profile, "pcie"):  # the GPU's host link is PCIe (not NVLink-C2C to a Grace CPU)
+        # nvidia-smi's max_link_gen is what the GPU and its slot can reach together (the link's, not the device's
+        # max_device_link_gen: a Gen6-capable GPU in a Gen5 board reads 5), judged as a capability.
+        out += [expect(device, "pcie_gen_max", g.get("pcie_gen_max"), gpu.pcie.gen, "PCIE_CAPABILITY"),
+                expect(device, "pcie_width_current", g.get("width_current"), gpu.pcie.width, "PCIE_DOWNTRAINED",
+                       unit="lanes")]
     ref = profile.reference("gpu_health", "temp_C")
     if ref is not None and g.get("temp_C") is not None:
         out.append(measured(device, "temp_C", g["temp_C"], ref, "GPU_HOT"))
@@ -162,4 +166,5 @@ PARAMS: dict[str, dict] = {
 
 CHECK = Check(id="gpu_health", order=10, tool="nvidia-smi -q -x", steps=steps, judge=judge,
               sets=("quick", "deep"),
-              needs=("gpu",), timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS)
+              needs=("gpu",), rules={"pcie": ("pcie_gpu",)},
+              timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS)

@@ -66,7 +66,7 @@ def ceiling(check: str, finding: Finding, profile: Profile | None) -> tuple[floa
         return 2 * rate, f"twice hca.rate_Gbps {rate:g} Gb/s of profile {name}"
     pcie = _pcie(profile.gpu.pcie, name) if profile is not None else None
     nvlink = _nvlink(profile.gpu.nvlink, name) if profile is not None else None
-    if metric == "h2d_GBps" and pcie:
+    if metric == "h2d_GBps" and pcie and profile is not None and profile.has("pcie_gpu"):  # not over NVLink-C2C
         return pcie
     path = nvlink or pcie
     if metric == "d2d_GBps" and path:

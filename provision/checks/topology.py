@@ -12,6 +12,8 @@ Rules (profile ``topology``; null = not judged):
   is named "GPU2"; fault TOPO_NIC_AFFINITY. Source of both rules: the DGX H100/A100 user
   guides' system topology (profile comments).
 - the number of GPU rows equals ``gpu.count``.
+The GPU-GPU rule needs NVLink (rule ``gpu_gpu`` needs ``nvlink``: a PCIe board's pairs cross
+switches and sockets), the NIC rule HCAs (``nearest_nic`` needs ``hca``).
 """
 from __future__ import annotations
 
@@ -31,10 +33,10 @@ def judge(ctx: Context) -> list[Finding]:
     topo, want = parsed[""], profile.topology
     gpus = sorted((name for name in topo["matrix"] if name.startswith("GPU")), key=lambda n: int(n[3:]))
     findings = [expect("node", "gpu_count", len(gpus), profile.gpu.count, "GPU_MISSING")]
-    if want.gpu_gpu:
+    if want.gpu_gpu and CHECK.applies(profile, "gpu_gpu"):
         findings += [expect(f"{a}-{b}", "gpu_gpu", topo["matrix"][a].get(b), want.gpu_gpu, "TOPO_NVLINK")
                      for i, a in enumerate(gpus) for b in gpus[i + 1:]]
-    if want.gpu_nearest_nic:
+    if want.gpu_nearest_nic and CHECK.applies(profile, "nearest_nic"):
         findings += [_nearest_nic(gpu, topo, want.gpu_nearest_nic) for gpu in gpus]
     return findings
 
@@ -56,5 +58,5 @@ def _nearest_nic(gpu: str, topo: dict, expected: str) -> Finding:
 
 
 CHECK = Check(id="topology", order=42, tool="nvidia-smi topo -m", steps=steps, judge=judge, needs=("gpu",),
-              sets=("quick", "deep"),
+              sets=("quick", "deep"), rules={"gpu_gpu": ("nvlink",), "nearest_nic": ("hca",)},
               timeout_s=30, metrics={"gpu_count": ""})

@@ -31,7 +31,7 @@ from provision.engine.control import Control
 from provision.engine.jobs import Job, plan, target
 from provision.engine.scheduler import Scheduler
 from provision.engine.transport import CommandResult, Connection, Transport
-from provision.engine.verdict import verdict
+from provision.engine.verdict import not_applicable, verdict
 from provision.errors import CommandError, ProfileError
 from provision.inventory import Host
 from provision.results.events import JobFinished, JobStarted, Planned
@@ -185,9 +185,12 @@ class Burnin:
         profile = states[0].judged_by
         if check.scope is Scope.PAIR and len(states) != 2:
             return CheckResult(check.id, job.hosts, Outcome.SKIPPED, "a pair check needs two hosts", scope=check.scope)
-        if not all(s.profile and s.profile.has(need) for s in states for need in check.needs):
+        if any(s.profile is None for s in states):
             return CheckResult(check.id, job.hosts, Outcome.SKIPPED, f"not applicable to profile {profile.name}",
                                scope=check.scope)
+        skipped = next((r for s in states if (r := not_applicable(check, job.hosts, check.scope, s.judged_by))), None)
+        if skipped is not None:  # not a pass and not a failure: the platform lacks what the check needs, said so
+            return skipped
         unreachable = [p for p in (self._connect(s) for s in states) if p]
         if unreachable:
             return self._error(job, "; ".join(unreachable))

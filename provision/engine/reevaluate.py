@@ -14,7 +14,7 @@ from provision.checks import references, registry
 from provision.engine.burnin import parse_os_release
 from provision.engine.cluster import LOCALIZE
 from provision.engine.jobs import by_name
-from provision.engine.verdict import verdict
+from provision.engine.verdict import not_applicable, verdict
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, Outcome, Run
 from provision.results.model import REGRESSION
@@ -42,9 +42,10 @@ def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[Check
         if host not in cache:
             cache[host] = _profile(rundir, run, host, profile_name)
         profile = cache[host]
-        if not all(profile.has(need) for need in check.needs):
-            out.append(CheckResult(check.id, result.hosts, Outcome.SKIPPED, f"not applicable to profile {profile.name}",
-                                   scope=result.scope, duration_s=result.duration_s))
+        skipped = not_applicable(check, result.hosts, result.scope, profile)
+        if skipped is not None:
+            skipped.duration_s = result.duration_s
+            out.append(skipped)
             continue
         if result.outcome is Outcome.SKIPPED or result.run_error or not result.raw:
             out.append(result)

@@ -13,6 +13,16 @@ from provision.errors import ParseError, ProfileError
 from provision.results.model import CheckResult, Finding, Outcome, Scope, number
 
 
+def not_applicable(check: Check, hosts: tuple[str, ...], scope: Scope, profile) -> CheckResult | None:
+    """The first stage: a SKIPPED result saying which platform traits ``profile`` lacks (``Check.needs``), or None
+    when the check applies. Not a pass and not a failure: the check cannot apply to this platform."""
+    why = check.not_applicable(profile)
+    if not why:
+        return None
+    return CheckResult(check.id, hosts, Outcome.SKIPPED, f"not applicable to profile {profile.name}: {why}",
+                       scope=scope)
+
+
 def verdict(check: Check, hosts: tuple[str, ...], scope: Scope, profile, texts: dict[str, str], target,
             steps: list[Step] | None = None) -> CheckResult:
     """Parse ``texts`` (step key -> output), each with the parser its step names, and judge them against

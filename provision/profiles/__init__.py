@@ -41,13 +41,28 @@ import yaml
 from provision.errors import ProfileError
 from provision.profiles import hardware, release, schema
 from provision.profiles.frozen import freeze
-from provision.profiles.hardware import GPU, HCA, Hardware, NVLinkDomain, Power, Topology
+from provision.profiles.hardware import GPU, HCA, Hardware, Host, NVLinkDomain, Power, Topology
 from provision.results.model import Reference
 
 DATA_DIR = Path(__file__).with_name("data")
 SITE_REFERENCES = Path(__file__).with_name("site_references.yaml")
 BONDING_DIR = "/proc/net/bonding"  # the bonding driver's status files (kernel bonding.rst)
-FEATURES = ("gpu", "hca", "nvlink", "ecc")  # hardware features a check may need (``Profile.has``), besides storage
+# The platform traits a check or one of its rules may need (``Check.needs``, ``Check.rules``), each derived from the
+# profile and answered by ``Profile.has``; the text says what a profile without it lacks (a skip's reason).
+PLATFORMS = {
+    "gpu": "GPUs (gpu.count 0)",
+    "hca": "RDMA adapters (hca.count 0)",
+    "nvlink": "NVLink between its GPUs (no gpu.nvlink, or links: 0: a PCIe board)",
+    "ecc": "GPU memory that counts its errors (gpu.memory_error_mechanism: none)",
+    "nvswitch": "an NVSwitch board (gpu.nvswitch false: its GPUs do not meet through NVSwitches on the board, "
+                "so no host Fabric Manager)",
+    "nvlink_domain": "a multi-node NVLink domain (no nvlink_domain: NVLink, if any, stays inside the node; no IMEX)",
+    "pcie_gpu": "GPUs on a PCIe host link (gpu.host_link c2c: the GPUs reach the host over NVLink-C2C)",
+    "c2c_gpu": "GPUs on NVLink-C2C to the host CPU (gpu.host_link pcie)",
+    "grace_host": "a Grace host CPU (host.cpu is not Grace)",
+    "storage": "a storage network (no provision_storage in the site facts)",
+}
+FEATURES = tuple(PLATFORMS)  # every trait ``Profile.has`` answers
 SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
 
 
@@ -104,6 +119,11 @@ class Profile:
         return self.hardware.nvlink_domain
 
     @property
+    def host(self) -> Host | None:
+        """The host CPU where the profile names it (a GB200 tray's Grace), else None."""
+        return self.hardware.host
+
+    @property
     def stack(self) -> dict[str, str]:
         """The software pins for this node: its hardware's stack release line (``stack_line``; the default
         line where it names none), with its target's overrides. Keys driver_branch, driver_version,
@@ -111,19 +131,37 @@ class Profile:
         return release.pins(self.target, self.hardware.stack_line)
 
     def has(self, feature: str) -> bool:
-        """Whether the host has ``feature``: gpu, hca, nvlink, ecc (GPU memory that counts its errors:
-        ``gpu.memory_error_mechanism`` other than none) or storage (site facts)."""
-        if feature == "storage":
-            return bool(self.site.get("storage"))
-        if feature == "gpu":
-            return self.gpu.count > 0
-        if feature == "hca":
-            return self.hca.count > 0
-        if feature == "nvlink":
-            return self.gpu.nvlink is not None and self.gpu.nvlink.links > 0
-        if feature == "ecc":
-            return self.gpu.count > 0 and self.gpu.memory_error_mechanism != "none"
-        raise ValueError(f"unknown feature {feature!r} (known: {', '.join([*FEATURES, 'storage'])})")
+        """Whether the host has platform trait ``feature`` (``PLATFORMS``): gpu, hca, nvlink, ecc (GPU memory that
+        counts its errors: ``gpu.memory_error_mechanism`` other than none), nvswitch (``gpu.nvswitch``: an HGX
+        board, Fabric Manager on the host), nvlink_domain (``nvlink_domain``: GB200/GB300 NVL72, IMEX), pcie_gpu
+        and c2c_gpu (``gpu.host_link``: pcie, or NVLink-C2C to a Grace CPU), grace_host (``host.cpu`` Grace) or
+        storage (site facts)."""
+        gpus = self.gpu.count > 0
+        traits = {
+            "storage": lambda: bool(self.site.get("storage")),
+            "gpu": lambda: gpus,
+            "hca": lambda: self.hca.count > 0,
+            "nvlink": lambda: self.gpu.nvlink is not None and self.gpu.nvlink.links > 0,
+            "ecc": lambda: gpus and self.gpu.memory_error_mechanism != "none",
+            "nvswitch": lambda: gpus and self.gpu.nvswitch,
+            "nvlink_domain": lambda: self.nvlink_domain is not None,
+            "pcie_gpu": lambda: gpus and self.gpu.host_link == "pcie",
+            "c2c_gpu": lambda: gpus and self.gpu.host_link == "c2c",
+            "grace_host": lambda: self.hardware.host is not None and self.hardware.host.cpu == "Grace",
+        }
+        if feature not in traits:
+            raise ValueError(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")
+        return bool(traits[feature]())
+
+    def traits(self) -> tuple[str, ...]:
+        """The platform traits this host has, in ``PLATFORMS`` order."""
+        return tuple(f for f in FEATURES if self.has(f))
+
+    def lacking(self, needs: tuple[str, ...]) -> str:
+        """Why a check or rule needing ``needs`` does not apply here ('' when it does): each trait missing with
+        what the profile says instead, e.g. "needs nvswitch: an NVSwitch board (gpu.nvswitch false: ...)"."""
+        missing = [need for need in needs if not self.has(need)]
+        return "; ".join(f"needs {need}: {PLATFORMS[need]}" for need in missing)
 
     def reference(self, check: str, metric: str) -> Reference | None:
         """The reference for ``check``/``metric`` (shared, read-only), or None when the profile has none."""

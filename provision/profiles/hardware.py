@@ -45,6 +45,7 @@ class GPU:
     memory_error_mechanism: str  # row_remapping, page_retirement, none
     nvlink: NVLink | None = None
     bus_ids: tuple[str, ...] = ()  # the board's GPU PCI bus ids in nvidia-smi order (empty: not known)
+    host_link: str = "pcie"  # how the GPUs reach the host CPU: pcie, or c2c (NVLink-C2C to a Grace CPU)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,17 @@ class NVLinkDomain:
 
 
 @dataclass(frozen=True)
+class Host:
+    """The host CPU beside the GPUs where it decides what applies: ``cpu`` family (Grace), ``arch`` as
+    ``uname -m`` prints it (aarch64, x86_64), ``count`` CPUs per host."""
+
+    cpu: str
+    arch: str
+    count: int | None
+    source: str
+
+
+@dataclass(frozen=True)
 class Power:
     """The whole node's maximum draw, for ``provision plan``'s rack budget and sizing."""
 
@@ -99,6 +111,7 @@ class Hardware:
     exclude_checks: tuple[str, ...]  # check ids left out of every check set (``--check-set``)
     nvlink_domain: NVLinkDomain | None = None  # None: NVLink (if any) stays inside the node
     stack_line: str | None = None  # the stack release line (stack_release.yaml ``lines``); None: the default
+    host: Host | None = None  # None: an x86-64 host of no particular kind
 
 
 def _pcie(raw: Mapping | None) -> PCIe | None:
@@ -115,7 +128,7 @@ def build(data: Mapping) -> Hardware:
     """The typed hardware of ``data``, a mapping ``profile.schema.json`` accepted. Numbers stay as the file
     writes them (400, not 400.0: a finding's expected value reads as the profile does)."""
     gpu, hca, topology, power = data["gpu"], data["hca"], data["topology"], data.get("power")
-    domain = data.get("nvlink_domain")
+    domain, host = data.get("nvlink_domain"), data.get("host")
     nvlink = gpu.get("nvlink")
     return Hardware(
         description=str(data["description"]),
@@ -125,7 +138,7 @@ def build(data: Mapping) -> Hardware:
                 memory_error_mechanism=str(gpu["memory_error_mechanism"]),
                 nvlink=NVLink(int(nvlink["version"]), int(nvlink["links"]), nvlink["speed_GBps"])
                 if nvlink else None,
-                bus_ids=tuple(gpu.get("bus_ids") or ())),
+                bus_ids=tuple(gpu.get("bus_ids") or ()), host_link=str(gpu.get("host_link", "pcie"))),
         hca=HCA(count=int(hca["count"]), model=hca.get("model"), rate_Gbps=hca.get("rate_Gbps"),
                 link_layer=hca.get("link_layer"), pcie=_pcie(hca.get("pcie")),
                 devices=tuple(hca["devices"]) if hca.get("devices") is not None else None),
@@ -136,4 +149,5 @@ def build(data: Mapping) -> Hardware:
         exclude_checks=tuple(data.get("exclude_checks") or ()),
         nvlink_domain=NVLinkDomain(int(domain["gpus"]), int(domain["nodes"]), bool(domain["imex"]),
                                    str(domain["source"])) if domain else None,
-        stack_line=data.get("stack_line"))
+        stack_line=data.get("stack_line"),
+        host=Host(str(host["cpu"]), str(host["arch"]), host.get("count"), str(host["source"])) if host else None)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from provision.checks import faults, registry
+from provision.engine.verdict import not_applicable
 from provision.results.model import Outcome
 
 from tests.unit.checks import judge
@@ -27,7 +28,9 @@ CASES = cases()
 def test_case_is_judged_as_declared(case):
     profile = case.host_profile()
     check = registry()[case.check]
-    result = judge(HOST, check, profile, case.texts(), case.job_hosts(check.scope))
+    hosts = case.job_hosts(check.scope)
+    # the engine's first stage, then its verdict: a case on a platform the check does not apply to is skipped
+    result = not_applicable(check, hosts, check.scope, profile) or judge(HOST, check, profile, case.texts(), hosts)
     assert result.outcome == case.outcome, result.message
     for needle in case.needles(profile):
         assert needle in result.message
