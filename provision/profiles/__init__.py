@@ -57,6 +57,7 @@ PLATFORMS = {
     "nvswitch": "an NVSwitch board (gpu.nvswitch false: its GPUs do not meet through NVSwitches on the board, "
                 "so no host Fabric Manager)",
     "nvlink_domain": "a multi-node NVLink domain (no nvlink_domain: NVLink, if any, stays inside the node; no IMEX)",
+    "imex": "an NVLink domain whose trays run the IMEX daemon (no nvlink_domain, or nvlink_domain.imex false)",
     "pcie_gpu": "GPUs on a PCIe host link (gpu.host_link c2c: the GPUs reach the host over NVLink-C2C)",
     "c2c_gpu": "GPUs on NVLink-C2C to the host CPU (gpu.host_link pcie)",
     "grace_host": "a Grace host CPU (host.cpu is not Grace)",
@@ -133,7 +134,8 @@ class Profile:
     def has(self, feature: str) -> bool:
         """Whether the host has platform trait ``feature`` (``PLATFORMS``): gpu, hca, nvlink, ecc (GPU memory that
         counts its errors: ``gpu.memory_error_mechanism`` other than none), nvswitch (``gpu.nvswitch``: an HGX
-        board, Fabric Manager on the host), nvlink_domain (``nvlink_domain``: GB200/GB300 NVL72, IMEX), pcie_gpu
+        board, Fabric Manager on the host), nvlink_domain (``nvlink_domain``: GB200/GB300 NVL72), imex (a domain whose
+        trays run the IMEX daemon: ``nvlink_domain.imex``), pcie_gpu
         and c2c_gpu (``gpu.host_link``: pcie, or NVLink-C2C to a Grace CPU), grace_host (``host.cpu`` Grace) or
         storage (site facts)."""
         gpus = self.gpu.count > 0
@@ -145,6 +147,7 @@ class Profile:
             "ecc": lambda: gpus and self.gpu.memory_error_mechanism != "none",
             "nvswitch": lambda: gpus and self.gpu.nvswitch,
             "nvlink_domain": lambda: self.nvlink_domain is not None,
+            "imex": lambda: self.nvlink_domain is not None and self.nvlink_domain.imex,
             "pcie_gpu": lambda: gpus and self.gpu.host_link == "pcie",
             "c2c_gpu": lambda: gpus and self.gpu.host_link == "c2c",
             "grace_host": lambda: self.hardware.host is not None and self.hardware.host.cpu == "Grace",
