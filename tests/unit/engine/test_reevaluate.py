@@ -85,6 +85,8 @@ def test_evaluate_against_a_profile_without_the_hardware_skips_those_checks(tmp_
     evaluate(run, "--profile", "rtx4090-pcie")
     rows = rows_of(run)
     assert rows["ib_write_bw"]["outcome"] == "skipped"  # no InfiniBand in that profile
+    assert rows["ib_write_bw"]["message"] == ("not applicable to profile rtx4090-pcie: needs hca: RDMA adapters "
+                                              "(hca.count 0)")  # the reason, not only the skip (issue 24)
     # judged again against the RTX 4090 reference (14 GB/s, no upper bound): still a pass
     assert rows["nccl_allreduce"]["outcome"] == "pass"
     assert "reference 14 GB/s" in rows["nccl_allreduce"]["message"]
