@@ -71,6 +71,8 @@ LEAD_INS = {
     "nvcc": "Cuda compilation tools, release 12.4, V",
     "package": "libnccl2 ",
     "ibnet_switch": '#\n# Topology file: x\nSwitch\t36 "S-e41d2d030003e470"\t\t# "',
+    "imex_node": "Nodes:\nNode #0   - ",
+    "imex_matrix": "Nodes:\nNode #0   - 10.0.0.1 - READY\n\n Nodes From\\To  0\n       0        ",
     "ibnet_port": 'Switch 36 "S-e41d2d030003e470" # "x" base port 0 lid 1 lmc 0\n[1]\t"S-e41d2d030003e470"[2]\t# ',
 }
 # Parser -> its lead-ins (each parser also reads the bare line).
@@ -88,6 +90,7 @@ READS = {
     "p2pBandwidthLatencyTest": ["p2p", "p2p_device"], "nvidia-smi-qx": ["xml"],
     "nvcc": ["nvcc"], "package-query": ["package"], "nvidia-smi-driver": [],
     "ibnetdiscover": ["ibnet_switch", "ibnet_port"],
+    "nvidia-imex-ctl": ["imex_node", "imex_matrix"], "imex-channels": [],
 }
 
 

@@ -15,7 +15,8 @@ SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 CONTRACT_TOOLS = {"nvidia-smi", "nvidia-smi-q", "nvidia-smi-qx", "nvidia-smi-csv", "nvidia-smi-topo",
                   "nvidia-smi-nvlink", "nccl-tests", "perftest", "ibstat", "ibstatus", "ibv_devinfo",
                   "dcgmi-diag", "nvbandwidth", "p2pBandwidthLatencyTest", "gpu-burn", "dmesg-xid",
-                  "lspci", "bonding", "fio", "ibnetdiscover", "nvidia-smi-driver", "nvcc", "package-query"}
+                  "lspci", "bonding", "fio", "ibnetdiscover", "nvidia-smi-driver", "nvcc", "package-query",
+                  "nvidia-imex-ctl", "imex-channels"}
 
 # Sample stem prefix -> the tools that may accept it. ibstat/ibstatus/ibv_devinfo share
 # one parser; the Xid paste holds nvidia-smi's own "Unable to determine the device
