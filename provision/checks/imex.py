@@ -26,7 +26,7 @@ writes from the inventory's NVLink-domain grouping. A full GB200 NVL72 rack has 
 ``nvlink_domain.nodes``), but a site may run a partial rack or several domains per rack, so a count other
 than the profile's is reported in the detail and never failed; every node listed must be READY and connected.
 A profile without an IMEX NVLink domain (``nvlink_domain`` missing or ``imex: false``: HGX B200, H100, PCIe
-boards) is skipped by the engine (``needs=("nvlink_domain",)``).
+boards) is skipped by the engine (``needs=("imex",)``).
 """
 from __future__ import annotations
 
@@ -108,6 +108,6 @@ def _connections(nodes: list[dict]) -> Finding:
 
 CHECK = Check(id="imex", order=46,
               sets=("quick", "deep"),
-              tool="nvidia-imex-ctl -N -j -H", steps=steps, judge=judge, needs=("nvlink_domain",),
+              tool="nvidia-imex-ctl -N -j -H", steps=steps, judge=judge, needs=("imex",),
               timeout_s=60, metrics={"imex_domain_state": "", "imex_daemon_status": "", "imex_node_status": "",
                                      "imex_pairs_not_connected": "", "imex_channel0_present": ""})

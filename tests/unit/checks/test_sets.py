@@ -30,7 +30,7 @@ def test_time_per_node_is_the_checks_durations_and_timeouts():
     profile = profiles.load(H100)
     node = host()
     quick = sum(len(registry[c].steps(profile, node)) * registry[c].timeout_s for c in sets.members("quick", registry)
-                if all(profile.has(need) for need in registry[c].needs))  # imex needs an NVLink domain: not H100
+                if all(profile.has(need) for need in registry[c].needs))  # imex needs an IMEX NVLink domain: not H100
     assert sets.time_per_node("quick", registry) == quick  # no check of quick runs for a set time: its timeouts
     smoke = profile.required_reference("gpu_stress", "gflops").params["duration_s"]
     assert gpu_stress.CHECK.expected_s(profile) == smoke + 15 * 60  # DCGM level 3: ~15 min (dcgmi-diag(1))

@@ -107,7 +107,7 @@ def test_only_a_profile_with_an_imex_nvlink_domain_runs_the_check():
     from provision import profiles
     from provision.checks import registry
 
-    assert registry()["imex"].needs == ("nvlink_domain",)
-    assert profiles.load("gb200-nvl72").has("nvlink_domain")
+    assert registry()["imex"].needs == ("imex",)
+    assert profiles.load("gb200-nvl72").has("imex")
     for name in ("b200-hgx", "h100-sxm5-80g-ndr"):
-        assert not profiles.load(name).has("nvlink_domain"), name
+        assert not profiles.load(name).has("imex"), name
