@@ -54,10 +54,10 @@ def judge(ctx: Context) -> list[Finding]:
         expect("node", "gpu_count", len(smi["gpus"]), gpu.count, "GPU_MISSING"),
         expect("node", "driver_version", smi["driver_version"], profile.stack["driver_version"], "STACK_PIN"),
     ]
-    seen = {g["bus_id"].upper() for g in smi["gpus"]}
+    seen = {_bus_key(g["bus_id"]) for g in smi["gpus"]}
     findings += [Finding(device=f"GPU {bus}", metric="present", value=False, ok=False, expected=True,
                          fault="GPU_MISSING", action=faults.action("GPU_MISSING"))
-                 for bus in gpu.bus_ids if bus.upper() not in seen]
+                 for bus in gpu.bus_ids if _bus_key(bus) not in seen]
     for index, g in enumerate(smi["gpus"]):
         device = f"GPU{index} {g['bus_id']}"
         if g.get("lost"):
@@ -68,6 +68,14 @@ def judge(ctx: Context) -> list[Finding]:
         findings += _with_recovery(g, _gpu(device, g, profile) + _fabric(device, g, profile))
     findings += _clique(smi["gpus"], profile)
     return findings
+
+
+def _bus_key(bus: str) -> tuple[int, str]:
+    """A PCI bus id as one key however nvidia-smi prints its domain: "00000000:9C:00.0" in its XML and the
+    profile, "0000:9c:00.0" in its "Unable to determine the device handle" line."""
+    domain, _, rest = bus.lower().rpartition(":")
+    domain, _, bus_part = domain.rpartition(":")
+    return int(domain or "0", 16), f"{bus_part}:{rest}"
 
 
 def _with_recovery(g: dict, findings: list[Finding]) -> list[Finding]:
@@ -106,19 +114,19 @@ def _fabric(device: str, g: dict, profile) -> list[Finding]:
 
 
 def _clique(gpus: list[dict], profile) -> list[Finding]:
-    """On an NVLink-domain tray: one clique of one cluster for every readable GPU (see the module doc)."""
+    """On an NVLink-domain tray: one clique of one cluster for every GPU whose fabric training completed (a GPU
+    still training prints N/A for both and is NVLINK_FABRIC_NOT_TRAINED already; see the module doc)."""
     if profile.nvlink_domain is None:
         return []
-    seen = [((g.get("fabric") or {}).get("cluster_uuid"), (g.get("fabric") or {}).get("clique_id"))
-            for g in gpus if not g.get("lost")]
+    trained = [(index, g) for index, g in enumerate(gpus)
+               if not g.get("lost") and (g.get("fabric") or {}).get("state") == "Completed"]
+    seen = [(g["fabric"].get("cluster_uuid"), g["fabric"].get("clique_id")) for _, g in trained]
     if not seen:
         return []
     (uuid, clique), count = collections.Counter(seen).most_common(1)[0]
     out = []
-    for index, g in enumerate(gpus):
-        fabric = g.get("fabric") or {}
-        if g.get("lost"):
-            continue
+    for index, g in trained:
+        fabric = g["fabric"]
         got = (fabric.get("cluster_uuid"), fabric.get("clique_id"))
         unset = got[0] is None or set(got[0].replace("-", "")) == {"0"}
         if unset or got != (uuid, clique):
