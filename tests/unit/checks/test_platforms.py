@@ -127,3 +127,42 @@ def test_a_c2c_gpu_runs_no_pcie_gpu_step_and_its_h2d_is_not_bounded_by_pcie():
     h2d = Finding(device="GPU0", metric="h2d_GBps", value=400.0, ok=True, unit="GB/s", reference=ref)
     assert plausible.ceiling("nvbandwidth", h2d, PROFILES["b200-hgx"])[0] < 64  # type: ignore[index]
     assert plausible.beyond("nvbandwidth", [h2d], PROFILES["gb200-nvl72"]) == []
+
+
+DOMAIN_CHECK = '''
+"""site_domain: a site's check of the NVLink domain (a test)."""
+from provision.checks.base import Check, Step
+from provision.checks.rules import expect
+
+
+def parse(text):
+    return {"tool": "domain", "said": text.strip()}
+
+
+CHECK = Check(id="site_domain", tool="domain", order=47, needs=("nvlink_domain",), parsers={"domain": parse},
+              steps=lambda profile, host: [Step("", ["python3", "-c", "print('ok')"], parser="domain")],
+              judge=lambda ctx: [expect("node", "said", ctx.parsed[""]["said"], "ok", "SITE_DOMAIN", "ask")])
+'''
+
+
+def test_the_burnin_skips_a_check_where_its_platform_is_not_and_runs_it_where_it_is(tmp_path, monkeypatch):
+    """Through the engine (a local transport): on an HGX H100 the domain check is skipped saying which trait is
+    missing, on a GB200 tray it runs and passes; neither is a failure."""
+    from provision.engine import burnin
+    from provision.engine.control import Control
+    from provision.inventory import Host
+    from provision.results.model import HostRecord, Run
+    from provision.results.store import RunStore
+    from tests.unit.engine.local import LocalTransport
+
+    (tmp_path / "site_domain.py").write_text(DOMAIN_CHECK)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    hosts = [Host(n, "127.0.0.1", 22, "root", None, None, p) for n, p in (("n1", "h100-sxm5-80g-ndr"),
+                                                                         ("n2", "gb200-nvl72"))]
+    rundir = RunStore(tmp_path / "runs").create("platforms")
+    run = Run(run_id="platforms", phases=["burnin"], hosts={h.name: HostRecord(h.profile) for h in hosts})
+    results = {r.host: r for r in burnin.run(hosts, run.hosts, rundir, LocalTransport(), only=["site_domain"],
+                                             control=Control(progress=lambda line: None))}
+    assert results["n1"].outcome is Outcome.SKIPPED and results["n1"].message.startswith(
+        "not applicable to profile h100-sxm5-80g-ndr: needs nvlink_domain: a multi-node NVLink domain")
+    assert results["n2"].outcome is Outcome.PASS, results["n2"].message
