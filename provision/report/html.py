@@ -31,7 +31,7 @@ import jinja2
 
 from provision.errors import ProvisionError
 from provision.parsers import parse_tool
-from provision.report import svg
+from provision.report import summary, svg
 from provision.results.model import CheckResult, Outcome, Run, Scope, number
 from provision.results.store import RunDir, atomic_write, safe_name
 
@@ -62,7 +62,21 @@ def render(run: Run, rundir: RunDir | None = None, trend: Trend | None = None, p
     return _template("report.html.j2").render(
         run=run, verdicts=verdicts, counts={v: list(verdicts.values()).count(v) for v in ORDER},
         failures=failures(run), plots=plots(run), cluster=cluster(run), hosts=hosts, pages=pages,
-        sources=sources(run), number=number)
+        sources=sources(run), number=number, outcome=run.outcome(), fabric=fabric(run))
+
+
+def fabric(run: Run) -> dict:
+    """The run's fabric and coverage as the console tells them (``summary.fabric_counts``): ``counts`` the
+    cables' and switch ports' line, ``components`` the cables that failed or were not tested (with their
+    faults, action and why), ``left_out`` {host: why} the hosts left out of the cluster tests, ``untested``
+    the results that are coverage gaps (check, hosts, what would close it)."""
+    return {"counts": summary.fabric_counts(run),
+            "components": [{"name": c.name, "outcome": c.outcome.value, "faults": " ".join(c.faults),
+                            "detail": c.detail, "action": c.action}
+                           for c in run.fabric_components() if c.kind == "cable" and c.outcome is not Outcome.PASS],
+            "left_out": run.left_out(),
+            "untested": [{"check": r.check, "hosts": ", ".join(r.hosts), "message": r.message}
+                         for r in run.results if r.outcome is Outcome.UNTESTED]}
 
 
 def render_host(run: Run, host: str, back: str, rundir: RunDir | None = None, trend: Trend | None = None,

@@ -69,16 +69,25 @@ def closing(run: Run) -> list[str]:
     verdicts = list(run.verdicts().values())
     counts = [(verdicts.count(v), word) for v, word in (("pass", "passed"), ("fail", "failed"), ("error", "errored"))]
     lines = [", ".join(f"{n} {word}" for n, word in counts if n) + f" of {len(verdicts)} hosts"]
-    comps = run.fabric_components()
-    if comps:
-        parts = []
-        for kind, noun in (("cable", "leaf-spine cables"), ("port", "switch ports")):
-            mine = [c.outcome for c in comps if c.kind == kind]
-            told = [f"{mine.count(o)} {word}" for o, word in ((Outcome.PASS, "passed"), (Outcome.FAIL, "failed"),
-                                                               (Outcome.UNTESTED, "untested")) if mine.count(o)]
-            parts.append(f"{', '.join(told)} of {len(mine)} {noun}")
-        lines.append("fabric: " + "; ".join(parts))
+    fabric = fabric_counts(run)
+    if fabric:
+        lines.append(fabric)
     return lines + [run.outcome().line()]
+
+
+def fabric_counts(run: Run) -> str:
+    """"fabric: 63 passed, 1 failed of 64 leaf-spine cables; 126 passed, 2 failed of 128 switch ports" from
+    ``Run.fabric_components`` (a zero count left out); "" when the run judged no fabric component."""
+    comps = run.fabric_components()
+    if not comps:
+        return ""
+    parts = []
+    for kind, noun in (("cable", "leaf-spine cables"), ("port", "switch ports")):
+        mine = [c.outcome for c in comps if c.kind == kind]
+        told = [f"{mine.count(o)} {word}" for o, word in ((Outcome.PASS, "passed"), (Outcome.FAIL, "failed"),
+                                                           (Outcome.UNTESTED, "untested")) if mine.count(o)]
+        parts.append(f"{', '.join(told)} of {len(mine)} {noun}")
+    return "fabric: " + "; ".join(parts)
 
 
 def _gaps(run: Run) -> list[str]:

@@ -1,10 +1,12 @@
 """One truth (issue 23 item 2): the console's closing lines, JUnit (parsed), Prometheus (parsed with
-prometheus_client's own parser) and the exit status say the same hosts, cables and switch ports, from
-one results model, for a run failed by a cable alone, a flapping switch port with a slow HCA, and a run
-whose only finding is a coverage gap (untested: not failed, not a full pass)."""
+prometheus_client's own parser), the HTML report (its text) and the exit status say the same hosts, cables
+and switch ports, from one results model, for a run failed by a cable alone, a flapping switch port with a
+slow HCA, and a run whose only finding is a coverage gap (untested: not failed, not a full pass)."""
 from __future__ import annotations
 
+import html as html_lib
 import json
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -14,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from provision.commands._common import status
 from provision.errors import ExitStatus
-from provision.report import junit, prometheus, summary
+from provision.report import html, junit, prometheus, summary
 from provision.results import reading, schema
 from provision.results.model import FABRIC, CheckResult, Finding, HostRecord, Outcome, Run, Scope
 from tests.unit.report.truth_runs import cable_run, flap_and_slow_hca_run, untested_run
@@ -73,6 +75,14 @@ def views(run: Run, tmp_path) -> dict:
     assert from_junit["names"] == model_names
     text = summary.render(run)
     assert all(name in text for name, o in model_names.items() if o == "fail" and name.startswith("cable"))
+    page = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", html.render(run))).split())
+    assert run.outcome().line() in page and summary.closing(run)[-2] in page  # the verdict, the fabric's counts
+    assert f'class="badge {run.outcome().outcome.value}">{html_lib.escape(run.outcome().line())}<' in html.render(run)
+    for c in comps:
+        if c.kind == "cable" and c.outcome is not Outcome.PASS:
+            assert f"{c.name} {c.outcome.value}" in page, c.name
+    for host, why in run.left_out().items():
+        assert f"{host} {' '.join(why.split())}" in page
     return {"model": model, "prom": from_prom, "junit_hosts": from_junit["hosts"], "text": text,
             "prom_all": prom}
 
