@@ -39,7 +39,7 @@ NODE_TOOLS = {"provision_sim_reboot": "/usr/local/sbin/provision-sim-reboot"}
 SIM_TOOLS = {"nvidia-smi": "nvidia_smi", "nvcc": "nvcc", "dcgmi": "dcgmi", "ib_write_bw": "ib_write_bw",
              "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo", "ibnetdiscover": "ibnetdiscover",
              "nvidia-persistenced": "daemon", "nv-fabricmanager": "daemon", "nv-hostengine": "daemon",
-             "nvidia-imex": "daemon"}
+             "nvidia-imex": "daemon", "nvidia-imex-ctl": "nvidia_imex_ctl"}
 # A systemd unit -> the daemon it runs (names as NVIDIA's units: nvidia-persistenced.service,
 # nvidia-fabricmanager.service, nvidia-dcgm.service, nvidia-imex.service).
 SERVICE_DAEMONS = {"nvidia-persistenced": "nvidia-persistenced", "nvidia-fabricmanager": "nv-fabricmanager",

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Simulated ``nvidia-imex-ctl -N [-j] [-H]``: the IMEX domain's status from the node's hardware model.
 
-The model's ``imex`` block (a GB200 tray's; absent on every other node) gives the domain as the
-nodes_config.cfg of its trays would: ``nodes`` (each {``host``: address, ``hostname``, ``status``: READY
-or UNAVAILABLE, as the peer's daemon would answer}), ``version`` (the IMEX/driver version each READY node
-reports), ``disconnected`` (pairs [from, to] whose connection is not C, with the legend letter: [0, 5, "D"]).
-This node's own entry is READY only while its nvidia-imex daemon runs (the pid file the simulated service
-writes, ``PROVISION_SIM_IMEX_PID``); ``imex.self`` names its index.
+The domain is the one the real tool reads: the addresses of /etc/nvidia-imex/nodes_config.cfg (the IMEX role
+writes it from the inventory; env ``PROVISION_SIM_IMEX_NODES`` overrides the path), named from /etc/hosts for
+``-H``; this node is the address whose name is the model's ``hostname``. Its own entry is READY only while its
+nvidia-imex daemon runs (the pid file the simulated service writes, ``PROVISION_SIM_IMEX_PID``); the peers'
+daemons cannot be seen from inside a node, so they are READY unless the model's ``imex_faults`` says otherwise:
+``down`` (node indexes whose daemon does not answer) and ``disconnected`` (pairs [from, to, legend code], e.g.
+[2, 9, "D"]). A model's ``imex`` block ({``nodes``: [{host, hostname, status}], ``version``, ``self``,
+``disconnected``}) replaces all of that (the captures of tests/data/imex are printed from such blocks).
 
 Formats (see provision/parsers/imex_ctl.py for their sources): the text form with the Connectivity Table
 Legend of nvidia-imex 570.172, ``Node #i - <ip> - <STATUS> - Version: <v>``, the matrix and
@@ -29,7 +31,8 @@ LEGEND = ("Connectivity Table Legend:\n"
           "!V! - Version mismatch, communication disabled.\n"
           "!M! - Node map mismatch, communication disabled.\n"
           "C - Connected - Ready for operation\n")
-IMEX_PID = "/run/nvidia-imex/nvidia-imex.pid"
+IMEX_PID = "/run/nvidia-imex/nvidia-imex.pid"  # the simulated service's pid file (templates/init.d.j2)
+NODES_CONFIG = "/etc/nvidia-imex/nodes_config.cfg"  # IMEX guide: one address per line
 TIMESTAMP = "12/2/2026 20:00:00.000"  # fixed: captures are remade byte for byte
 # The JSON word of a connection: CONNECTED is the word NVIDIA/DCGM's sample shows; the others are this
 # simulator's spelling of the legend (no published JSON shows them); the check reads anything else as not connected.
@@ -92,11 +95,43 @@ def _daemon_running() -> bool:
     return True
 
 
+def _hosts_names(path: str = "/etc/hosts") -> dict[str, str]:
+    """address -> its first name in /etc/hosts."""
+    names: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                fields = line.split("#", 1)[0].split()
+                if len(fields) >= 2:
+                    names.setdefault(fields[0], fields[1])
+    except OSError:
+        pass
+    return names
+
+
+def domain_from_config(model: dict, version: str) -> dict | None:
+    """The ``imex`` block of this node from nodes_config.cfg, /etc/hosts and the model's ``imex_faults``."""
+    try:
+        with open(os.environ.get("PROVISION_SIM_IMEX_NODES", NODES_CONFIG), encoding="utf-8") as fh:
+            hosts = [ln.split("#", 1)[0].strip() for ln in fh if ln.split("#", 1)[0].strip()]
+    except OSError:
+        return None
+    names = _hosts_names(os.environ.get("PROVISION_SIM_HOSTS", "/etc/hosts"))
+    faults = model.get("imex_faults") or {}
+    down = set(faults.get("down") or ())
+    nodes = [{"host": h, "hostname": names.get(h, ""), "status": "UNAVAILABLE" if i in down else "READY"}
+             for i, h in enumerate(hosts)]
+    own = next((i for i, n in enumerate(nodes) if n["hostname"] and n["hostname"] == model.get("hostname")), None)
+    return {"nodes": nodes, "version": version, "self": own, "disconnected": faults.get("disconnected") or []}
+
+
 def main(argv: list[str]) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import simhw  # the node's copy, /usr/lib/provision-sim/simhw.py
 
-    imex = (simhw.load() or {}).get("imex")
+    model = simhw.load() or {}
+    driver = simhw.driver() or {}
+    imex = model.get("imex") or domain_from_config(model, str(driver.get("version", "")))
     if "-N" not in argv:
         print("Usage: nvidia-imex-ctl [-i <IP> <PORT>|-u <unix domain socket path>|-c <nvidia-imex config.cfg "
               "path>] <-n|-N|-q|-s|-d|-m> [-t <timeout>] (simulated: -N only)", file=sys.stderr)
