@@ -165,3 +165,26 @@ def test_sizing_prints_storage_management_and_switch_power():
     assert "storage: 237 storage servers" in out and "management: 40 management servers and 40 UFM appliances" in out
     assert "switches x 1500 W = " in out and "(IT with switches " in out
     assert "(6 rounds, the localizer's expected_rounds on this tree)" in out
+
+
+def test_the_blackwell_line_is_accepted_on_b200_and_gb200_and_a_wheel_without_sm_100_is_not(tmp_path):
+    """Issue 24: B200 and GB200 profiles get the Blackwell release line (driver 580, CUDA 13.0.2, cuDNN 9.14, NCCL
+    2.28.3+cuda13.0), which the plan's tables know (CUDA 13.0 Table 3 rows, cuDNN 9.14's CUDA 13.0 build, NCCL 2.28.3's
+    +cuda13.0 build, PyTorch 2.8's cu128 wheel with sm_100): every rule holds. The role's default env (torch 2.4.1,
+    no sm_100 kernel nor PTX) is refused on the same nodes; the seed stays refused (the first test of this file)."""
+    proc = provision("plan", "-i", str(DATA / "blackwell"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for gpu, hosts in (("B200", "b200n01, b200n02"), ("GB200", "gb200t01, gb200t02")):
+        assert (f"stack for ubuntu2404 on NVIDIA {gpu} ({hosts}): driver 580.105.08, CUDA 13.0.2, cuDNN 9.14.0.64, "
+                f"NCCL 2.28.3+cuda13.0, python3 (Python 3.12)") in out
+    assert out.count("  ok: every rule holds") == 2
+    assert out.count("kernels: env pytorch: torch==2.8.0: its sm_100 cubins run on the sm_100 GPU") == 2
+    assert out.rstrip().endswith("plan: 0 errors, 0 warnings: consistent")
+    shutil.copytree(DATA / "blackwell", tmp_path / "inv")
+    hosts = tmp_path / "inv" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace('"torch==2.8.0", "numpy==2.1.3"', '"torch==2.4.1", "numpy==1.26.4"'))
+    refused = provision("plan", "-i", str(tmp_path / "inv"))
+    assert refused.returncode == 1
+    assert ("error   env pytorch: torch==2.4.1: PyTorch 2.4+cu121's binaries hold neither kernels nor PTX for the "
+            "NVIDIA B200's Blackwell (sm_100)") in refused.stdout
