@@ -201,6 +201,9 @@ class Check:
     # Rules that apply on fewer platforms than the check: rule (its metric or step) -> the platform traits it
     # needs besides ``needs`` (``provision.profiles.PLATFORMS``), e.g. gpu_health's PCIe width: ("pcie_gpu",).
     rules: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # A group check run once per NVLink domain (the hosts sharing ``provision_nvlink_domain``) rather than once per
+    # profile (``provision.engine.jobs.plan``); a host of such a job with no domain makes the job an error.
+    per_nvlink_domain: bool = False
 
     def __post_init__(self) -> None:
         from provision.profiles import FEATURES  # the traits Profile.has answers
@@ -212,6 +215,8 @@ class Check:
         if self.role is not None and self.scope is not self.role.scope:  # the procedure runs it as its role's jobs
             raise ValueError(f"check {self.id}: role {self.role.value} needs scope {self.role.scope.value}, "
                              f"not {self.scope.value}")
+        if self.per_nvlink_domain and self.scope is not Scope.GROUP:  # a domain is a group of hosts
+            raise ValueError(f"check {self.id}: per_nvlink_domain needs scope group, not {self.scope.value}")
         shadowed = sorted(set(self.parsers) & set(PARSERS))
         if shadowed:  # one name, one parser: a step's output reads the same wherever it is parsed
             raise ValueError(f"check {self.id}: its own parsers {', '.join(shadowed)} are provision parse's names")

@@ -33,7 +33,7 @@ from provision.engine.scheduler import Scheduler
 from provision.engine.transport import CommandResult, Connection, Transport
 from provision.engine.verdict import not_applicable, verdict
 from provision.errors import CommandError, ProfileError
-from provision.inventory import Host
+from provision.inventory import NVLINK_DOMAIN_VAR, Host
 from provision.results.events import JobFinished, JobStarted, Planned
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
 from provision.results.store import RunDir
@@ -107,7 +107,8 @@ class Burnin:
         procedure = scope != "node" and cluster.runs(checks)
         static = [c for c in checks if c.role is None
                   and (scope == "all" or (c.scope is Scope.NODE) == (scope == "node"))]
-        jobs = plan(static, {name: str(s.host.profile) for name, s in self.states.items()})
+        jobs = plan(static, {name: str(s.host.profile) for name, s in self.states.items()},
+                    {name: s.host.nvlink_domain for name, s in self.states.items()})
         self.control.emit(Planned(dict(Counter(j.check.id for j in jobs))))
         done = threading.Event()
         self.control.watch(done)
@@ -191,6 +192,15 @@ class Burnin:
         skipped = next((r for s in states if (r := not_applicable(check, job.hosts, check.scope, s.judged_by))), None)
         if skipped is not None:  # not a pass and not a failure: the platform lacks what the check needs, said so
             return skipped
+        undomained = [s.name for s in states if check.per_nvlink_domain and s.host.nvlink_domain is None]
+        if undomained:  # never guessed: a test over the wrong trays would pass or fail the wrong domain
+            return self._error(job, f"{', '.join(undomained)}: no NVLink domain in the inventory (set "
+                                    f"{NVLINK_DOMAIN_VAR} to the rack's domain name; the trays whose GPUs share a "
+                                    "fabric clusterUuid in nvidia-smi -q are one domain)")
+        if check.per_nvlink_domain and len(states) < 2:  # a coverage gap, not a fault of the tray
+            return CheckResult(check.id, job.hosts, Outcome.UNTESTED, f"untested: NVLink domain "
+                               f"{states[0].host.nvlink_domain} has one tray in this run (or shard); a multi-node "
+                               "NVLink test needs two", scope=check.scope)
         unreachable = [p for p in (self._connect(s) for s in states) if p]
         if unreachable:
             return self._error(job, "; ".join(unreachable))

@@ -73,6 +73,18 @@ class Procedure:
         # across nodes only after the single-node checks pass).
         self.excluded = {r.hosts[0]: f"{r.check} {r.outcome.value}" for r in node_results or []
                          if r.scope is Scope.NODE and r.outcome in (Outcome.FAIL, Outcome.ERROR)}
+        # So does every host of an NVLink domain its domain test failed or could not run (``Check.per_nvlink_domain``,
+        # run before this procedure): NCCL carries traffic between trays of one domain over NVLink (MNNVL, on by
+        # default where the fabric supports it: NCCL_MNNVL_ENABLE, NCCL's env documentation), so an InfiniBand test
+        # over them would measure the degraded NVLink domain and blame an HCA or cable for it; which tray is at
+        # fault the domain test cannot say, its failure names the domain. An error counts when its tools ran (NCCL
+        # failed on the domain); one that never started them (no domain in the inventory) keeps the hosts in.
+        per_domain = {c.id for c in registry().values() if c.per_nvlink_domain}
+        for r in node_results or []:
+            if r.scope is Scope.GROUP and r.check in per_domain and (
+                    r.outcome is Outcome.FAIL or (r.outcome is Outcome.ERROR and r.raw)):
+                for h in r.hosts:
+                    self.excluded.setdefault(h, f"{r.check} {r.outcome.value} on its NVLink domain")
         roles = by_role(list(registry().values()) if checks is None else checks)
         if not all(roles.values()):
             raise ProvisionError("the cluster procedure needs a check of each role: "

@@ -23,13 +23,22 @@ class Job:
         return f"{'+'.join(self.hosts)} {self.check.id}"
 
 
-def plan(checks: list[Check], profiles_of: dict[str, str]) -> list[Job]:
+def plan(checks: list[Check], profiles_of: dict[str, str],
+         domains_of: dict[str, str | None] | None = None) -> list[Job]:
     """Jobs in run order: node checks one per host; pair checks disjoint pairs (``pairs``);
-    group checks one per profile's hosts; cluster checks one over every host. ``profiles_of``
-    maps host -> profile name, in host order."""
+    group checks one per profile's hosts, or per NVLink domain of a profile's hosts for a check run
+    ``per_nvlink_domain`` (``domains_of``: host -> its domain name or None; a profile's hosts of no domain make
+    one job, which the engine skips where the profile has no domain and errors where it has one);
+    cluster checks one over every host. ``profiles_of`` maps host -> profile name, in host order."""
     jobs: list[Job] = []
     names = list(profiles_of)
     for check in checks:
+        if check.scope is Scope.GROUP and check.per_nvlink_domain:
+            by_domain: dict[tuple, list[str]] = {}
+            for host, profile in profiles_of.items():
+                by_domain.setdefault((profile, (domains_of or {}).get(host)), []).append(host)
+            jobs += [Job(check, tuple(hs)) for hs in by_domain.values()]
+            continue
         if check.scope is Scope.NODE:
             jobs += [Job(check, (h,)) for h in names]
         elif check.scope is Scope.PAIR:

@@ -22,6 +22,9 @@ from provision import paths
 from provision.errors import InventoryError
 
 
+NVLINK_DOMAIN_VAR = "provision_nvlink_domain"  # the inventory's name for a host's NVLink domain
+
+
 @dataclass(frozen=True)
 class Host:
     """One node: ``address`` is what SSH connects to (``ansible_host``, else the name);
@@ -40,6 +43,14 @@ class Host:
     groups: tuple[str, ...] = ()
     ssh_options: tuple[str, ...] = ()
     vars: dict = field(repr=False, hash=False, compare=False, default_factory=dict)
+
+    @property
+    def nvlink_domain(self) -> str | None:
+        """The NVLink domain the host's trays belong to (GB200/GB300 NVL: the rack's 18 trays), named by the
+        inventory variable ``provision_nvlink_domain`` (the IMEX role's nodes_config.cfg groups by it too); None
+        where the inventory names none."""
+        name = self.vars.get(NVLINK_DOMAIN_VAR)
+        return str(name) if name not in (None, "") else None
 
 
 @dataclass(frozen=True)

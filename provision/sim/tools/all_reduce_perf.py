@@ -14,6 +14,16 @@ lines to process 0; only process 0 prints). Bus bandwidth is then the lower of e
 intra-node figure and the fabric's ring over the nodes in rank order
 (``fabricsim.ring_net_busbw_GBps``). A node that fails fails every rank: each failing rank
 prints its own failure and all exit with the same status; a hung node holds the whole job.
+
+With ``NCCL_MNNVL_ENABLE=1`` exported to the ranks (mpirun ``-x``; NCCL's env documentation,
+https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html) the job runs over multi-node NVLink
+instead of the HCAs: its figure is ``performance.nccl_mnnvl_busbw_GBps`` (a healthy NVL72 rack's) x the
+worst GPU's NVLink left (``mnnvl_factor``: its active links, less the links through one NVLink switch
+tray where its fabric health is not Healthy or its bandwidth not Full). MNNVL forced on fails every rank
+with an NCCL error (testNcclError, 3) where it cannot span the job: a GPU whose fabric registration did not
+complete, none assigned (an all-zero clusterUuid), or ranks in different cliques or clusters (the
+simulator does not model NCCL's socket fallback between cliques: the job fails, naming the cliques).
+Without it (NCCL's default, 2: auto) the simulator keeps the ring over the HCAs.
 """
 from __future__ import annotations
 
@@ -163,6 +173,57 @@ def result_lines(args, n: int, peak: float, noise: float) -> list[str]:
                    f"# Avg bus bandwidth    : {sum(busbw) / len(busbw) if busbw else 0.0:g} ", "#"]
 
 
+# A GB200 NVL72's NVLink switch trays: each GPU's 18 NVLink5 links run 2 to each of the 9 (NVIDIA GB200 NVL72,
+# https://www.nvidia.com/en-us/data-center/gb200-nvl72/: 9 NVLink switch trays, 18 links per Blackwell GPU). A fabric
+# health other than Healthy / bandwidth other than Full is modelled as one switch tray's links lost.
+NVLINK_SWITCH_TRAYS = 9
+NCCL_ERROR = 3  # nccl-tests' testNcclError (common.h)
+NO_CLUSTER = "00000000-0000-0000-0000-000000000000"
+
+
+def mnnvl_enabled() -> bool:
+    """Whether MNNVL is forced on for this job (``NCCL_MNNVL_ENABLE=1``)."""
+    return os.environ.get("NCCL_MNNVL_ENABLE", "").strip() == "1"
+
+
+def mnnvl_factor(gpus: list[dict]) -> float:
+    """The NVLink left to the worst of ``gpus``: active links over all links, less one switch tray's share
+    where its fabric reports reduced capacity."""
+    worst = 1.0
+    for g in gpus:
+        links = (g.get("nvlink") or {}).get("links") or []
+        if not links:
+            continue
+        active = float(sum(1 for link in links if link["active"]))
+        health = (g.get("fabric") or {}).get("health") or {}
+        if health.get("summary", "Healthy") != "Healthy" or health.get("bandwidth", "Full") != "Full":
+            active -= len(links) / NVLINK_SWITCH_TRAYS
+        worst = min(worst, max(active, 0) / len(links))
+    return worst
+
+
+def mnnvl_problem(gpus: list[dict]) -> str:
+    """Why MNNVL cannot include these GPUs ('' when it can): a fabric registration not completed or no cluster."""
+    for g in gpus:
+        fabric = g.get("fabric") or {}
+        if fabric.get("state") != "Completed" or fabric.get("status") != "Success":
+            return f"GPU{g['index']} fabric state {fabric.get('state') or 'N/A'}: MNNVL is not supported"
+        if fabric.get("cluster_uuid") in (None, NO_CLUSTER):
+            return f"GPU{g['index']} has no NVLink cluster: MNNVL is not supported"
+    return ""
+
+
+def cliques(gpus: list[dict]) -> list[str]:
+    """The ``clusterUuid/cliqueId`` of each of ``gpus`` whose fabric has one."""
+    return sorted({f"{g['fabric']['cluster_uuid']}/{g['fabric']['clique_id']}" for g in gpus if g.get("fabric")})
+
+
+def nccl_fail_text(host: str, detail: str) -> str:
+    """nccl-tests' NCCL failure report (NCCLCHECK: ncclGetErrorString, then NCCL's last error)."""
+    return (f"{host}: Test NCCL failure common.cu:1005 "
+            f"'unhandled system error (run with NCCL_DEBUG=INFO for details) / {detail}'")
+
+
 def job_peak_busbw(models: list[dict], gpus: list[list[dict]], world: dict | None, rng=None) -> float:
     """Large-message bus bandwidth of one all-reduce over several nodes (``models`` and the GPUs
     each drives, in rank order): the slowest node's own figure, or the fabric's ring if lower."""
@@ -170,11 +231,15 @@ def job_peak_busbw(models: list[dict], gpus: list[list[dict]], world: dict | Non
     return min(intra, fabricsim.ring_net_busbw_GBps(world, models, rng))
 
 
-def job_lines(args, reports: list[dict], world: dict | None) -> list[str]:
+def job_lines(args, reports: list[dict], world: dict | None, mnnvl: bool = False) -> list[str]:
     """Rank 0's output for the whole job from every process's report (rank order): ``model``,
-    ``gpus`` and its ``devices`` lines."""
+    ``gpus`` and its ``devices`` lines; over multi-node NVLink when ``mnnvl``."""
     models, gpus = [r["model"] for r in reports], [r["gpus"] for r in reports]
-    peak = job_peak_busbw(models, gpus, world)
+    if mnnvl:
+        figure = float((models[0].get("performance") or {}).get("nccl_mnnvl_busbw_GBps", 0.0))
+        peak = figure * mnnvl_factor([g for used in gpus for g in used])
+    else:
+        peak = job_peak_busbw(models, gpus, world)
     noise = max(simhw.noise_pct(m) for m in models)
     devices = [line for r in reports for line in r["devices"]]
     return header(args, len(gpus[0]), devices) + result_lines(args, sum(len(g) for g in gpus), peak, noise)
@@ -209,6 +274,9 @@ def run_rank(args, comm) -> int:
     simhw.hang_if_faulted("all_reduce_perf", model)
     local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
     gpus, error = node_gpus(args, model, host, local)
+    mnnvl = mnnvl_enabled()
+    if error is None and mnnvl and mnnvl_problem(gpus):
+        error = (NCCL_ERROR, nccl_fail_text(host, mnnvl_problem(gpus)))
     per_process = args.ngpus * args.nthreads
     report = {"model": model, "gpus": gpus, "error": error,
               "devices": device_lines(gpus, host, comm.Get_rank() * per_process, local * per_process)}
@@ -218,9 +286,16 @@ def run_rank(args, comm) -> int:
         print(error[1], flush=True)
     if errors:
         return errors[0][0]
+    if mnnvl:  # every rank learns the job's cliques: ranks in two cannot form one MNNVL communicator
+        seen = sorted({c for found in comm.allgather(cliques(gpus)) for c in found})
+        if len(seen) > 1:
+            if comm.Get_rank() == 0:
+                print(nccl_fail_text(host, f"MNNVL ranks span {len(seen)} NVLink cliques: {', '.join(seen)}"),
+                      flush=True)
+            return NCCL_ERROR
     reports = comm.gather(report, root=0)
     if comm.Get_rank() == 0:
-        sys.stdout.write("\n".join(job_lines(args, reports, fabricsim.load())) + "\n\n")
+        sys.stdout.write("\n".join(job_lines(args, reports, fabricsim.load(), mnnvl)) + "\n\n")
         sys.stdout.flush()
     return 0
 
