@@ -26,7 +26,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from provision import checks, profiles
 from provision.errors import ProfileError
-from provision.inventory import Host, Problem, sshargs
+from provision.inventory import NVLINK_DOMAIN_VAR, Host, Problem, sshargs
 from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
 
 ADDRESS = ("ansible_host", "ansible_ssh_host")
@@ -106,6 +106,7 @@ def build(session: Session, ansible_host) -> Host:
     if profile is not None:
         _check_profile(f, profile, host_vars)
         _check_timeouts(f, host_vars.get("provision_check_timeouts"))
+        _check_nvlink_domain(f, host_vars)
         _check_host_keys(f)
         _check_connection(f)
     groups = tuple(sorted(g.name for g in ansible_host.get_groups() if g.name != "all"))
@@ -174,6 +175,19 @@ def _check_profile(f: Fields, profile: str, host_vars: dict) -> None:
         field = next((k for k in SITE_FACTS if text.startswith(k)), next((k for k in SITE_FACTS if k in host_vars),
                                                                           "provision_profile"))
         raise f.problem(field, text) from None
+
+
+def _check_nvlink_domain(f: Fields, host_vars: dict) -> None:
+    """``provision_nvlink_domain`` (templated), where given: a domain name, letters, digits and ``._-`` (it names
+    the domain in results and groups the trays of one NVLink domain for its group checks and the IMEX role)."""
+    if NVLINK_DOMAIN_VAR not in f.vars:
+        return
+    value = f.get((NVLINK_DOMAIN_VAR,))[1]
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}",
+                                                                                      str(value)):
+        raise f.problem(NVLINK_DOMAIN_VAR, f"field '{NVLINK_DOMAIN_VAR}' must be an NVLink domain name (letters, "
+                                           f"digits, '.', '_', '-'; at most 64), got {str(value)[:40]!r}")
+    host_vars[NVLINK_DOMAIN_VAR] = str(value)
 
 
 def _check_host_keys(f: Fields) -> None:

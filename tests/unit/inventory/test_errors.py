@@ -38,6 +38,8 @@ def error_lines(proc):
      "gpu.yml:2: host node1: provision_storage: missing key "),
     ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_regression: {as: maybe}\n",
      "gpu.yml:2: host node1: provision_regression.as: "),
+    ("[gpu]\nnode1\n", "provision_profile: gb200-nvl72\nprovision_nvlink_domain: [rack1]\n",
+     "gpu.yml:2: host node1: field 'provision_nvlink_domain' must be an NVLink domain name"),
 ])
 def test_bad_field_names_file_host_and_field(tmp_path, hosts, group_vars, expected):
     (tmp_path / "hosts").write_text(hosts)
