@@ -8,7 +8,9 @@ Rules, per GPU (named "GPU<index>"; the tool prints no bus id):
 - it lists ``gpu.nvlink.links`` links and all of them are active (NVLINK_DOWN otherwise);
 - every active link runs at ``gpu.nvlink.speed_GBps`` within 0.1% (NVLINK_SPEED otherwise).
   Per-link speeds: NVLink2 (V100) 25.781, NVLink3 (A100) 25.0, NVLink4 (H100) 26.562 GB/s as
-  nvidia-smi reports them (profile comments; samples/nvlink_status_v100_two_inactive_elided).
+  nvidia-smi reports them (profile comments; samples/nvlink_status_v100_two_inactive_elided); NVLink5
+  (B200, GB200) 18 links at 53.125 GB/s (b200-hgx and gb200-nvl72's comments; tests/data/nvlink's b200/gb200
+  cases, simulated captures: no real Blackwell `nvlink -s` capture was at hand).
 - the number of GPUs listed equals ``gpu.count`` (not judged for hand-elided text).
 A profile without NVLink (``gpu.nvlink`` missing or ``links: 0``) is skipped by the engine
 (``needs=("gpu", "nvlink")``).
