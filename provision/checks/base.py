@@ -189,6 +189,9 @@ class Check:
     params: dict[str, dict] = field(default_factory=dict)
     role: Role | None = None
     sets: tuple[str, ...] = ()  # the named check sets it belongs to (``burnin --check-set quick``)
+    # Run only when a set (``sets``) or ``--checks`` names it, never in a run of every check (dcgm_mndiag: an
+    # hour of stress over a whole NVLink domain).
+    optional: bool = False
     set_params: dict[str, InSet] = field(default_factory=dict)  # set name -> how it runs there (``InSet``)
     # How long its steps take on one node (profile -> seconds), for a check whose tools run for a set time;
     # None: a short check, its timeout bounds it (``provision.checks.sets.time_per_node``).

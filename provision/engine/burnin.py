@@ -345,12 +345,12 @@ def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, trans
         only: list[str] | None = None, control: Control | None = None,
         record: Callable[[CheckResult], None] | None = None, scope: str = "all",
         schedule_name: str = "quick", cluster_out: dict | None = None, forks: int | None = None) -> list[CheckResult]:
-    """Burn in ``hosts``: every registered check (or those in ``only``) of ``scope`` (node,
+    """Burn in ``hosts``: every registered check but the optional ones (or those in ``only``) of ``scope`` (node,
     cluster or all), at most ``forks`` jobs at once (None: every host at once). ``cluster_out``
     (when given) receives the cluster procedure's record (``groups``: fabric, rounds, suspects)
     when the procedure ran."""
     registered = list(registry().values())
-    checks = cluster.completed([c for c in registered if not only or c.id in only], registered)
+    checks = cluster.completed([c for c in registered if (c.id in only if only else not c.optional)], registered)
     engine = Burnin(hosts, records, rundir, transport, control or Control(), forks)
     results = engine.run(checks, record, scope, schedule_name)
     if cluster_out is not None and engine.cluster is not None:

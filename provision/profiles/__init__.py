@@ -62,7 +62,12 @@ PLATFORMS = {
     "c2c_gpu": "GPUs on NVLink-C2C to the host CPU (gpu.host_link pcie)",
     "grace_host": "a Grace host CPU (host.cpu is not Grace)",
     "storage": "a storage network (no provision_storage in the site facts)",
+    "mndiag": "GPUs DCGM's multi-node diagnostic supports, GB200 NVL or GB300 NVL in an NVLink domain (gpu.model is "
+              "neither, or no nvlink_domain)",
 }
+# The GPU products ``dcgmi mndiag`` runs on: NVIDIA/DCGM modules/mndiag/DcgmMnDiagManager.cpp (DCGM 4.6, 72fa3fe)
+# supports PCI devices 2941 (GB200 NVL) and 31c2 (GB300 NVL) only, and refuses a head node with any other GPU.
+MNDIAG_MODELS = ("GB200", "GB300")
 FEATURES = tuple(PLATFORMS)  # every trait ``Profile.has`` answers
 SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
 
@@ -136,8 +141,8 @@ class Profile:
         counts its errors: ``gpu.memory_error_mechanism`` other than none), nvswitch (``gpu.nvswitch``: an HGX
         board, Fabric Manager on the host), nvlink_domain (``nvlink_domain``: GB200/GB300 NVL72), imex (a domain whose
         trays run the IMEX daemon: ``nvlink_domain.imex``), pcie_gpu
-        and c2c_gpu (``gpu.host_link``: pcie, or NVLink-C2C to a Grace CPU), grace_host (``host.cpu`` Grace) or
-        storage (site facts)."""
+        and c2c_gpu (``gpu.host_link``: pcie, or NVLink-C2C to a Grace CPU), grace_host (``host.cpu`` Grace),
+        storage (site facts) or mndiag (a GB200/GB300 NVL tray: ``MNDIAG_MODELS`` in an NVLink domain)."""
         gpus = self.gpu.count > 0
         traits = {
             "storage": lambda: bool(self.site.get("storage")),
@@ -151,6 +156,8 @@ class Profile:
             "pcie_gpu": lambda: gpus and self.gpu.host_link == "pcie",
             "c2c_gpu": lambda: gpus and self.gpu.host_link == "c2c",
             "grace_host": lambda: self.hardware.host is not None and self.hardware.host.cpu == "Grace",
+            "mndiag": lambda: gpus and self.nvlink_domain is not None
+            and any(m in self.gpu.model for m in MNDIAG_MODELS),
         }
         if feature not in traits:
             raise ValueError(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")

@@ -124,6 +124,8 @@ def package_facts(snap: snapshot.Snapshot, pkg: snapshot.Package) -> dict[str, s
         facts[str(home / "version.json").lstrip("/")] = json.dumps(
             {"cuda": {"name": "CUDA SDK", "version": toolkit.upstream if toolkit else pkg.upstream},
              "cuda_nvcc": {"name": "CUDA NVCC", "version": pkg.upstream}})
+    if any(Path(s).name == "dcgmi" for s in pkg.ships):  # dcgmi knows its DCGM version (mndiag needs 4.3+)
+        facts["usr/lib/provision-sim/dcgm.json"] = json.dumps({"version": pkg.upstream})
     if pkg.role == "nccl" and not pkg.name.endswith(("-dev", "-devel")):
         facts["usr/lib/provision-sim/nccl.json"] = json.dumps({"version": pkg.upstream})
     return facts

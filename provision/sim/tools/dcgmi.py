@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Simulated ``dcgmi diag -r LEVEL`` (DCGM 3.3 table layout) judged from the hardware model.
+"""Simulated ``dcgmi diag -r LEVEL`` (DCGM 3.3 table layout) judged from the hardware model, and
+``dcgmi mndiag`` (DCGM 4.3+, GB200/GB300 NVL; ``dcgmi_mndiag.py``).
 
 Layout from dcgmi_diag_r3_a10gx4_targeted_power_fail and dcgmi_diag_r3_verbose_v100_pass.
 Outcomes: Persistence Mode fails when nvidia-persistenced is not running; Page
@@ -11,6 +12,7 @@ failed for given GPUs with ``faults.dcgm_fail: {test name: [gpu indices]}``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -18,9 +20,12 @@ for _path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+import dcgmi_mndiag  # noqa: E402
 import simhw  # noqa: E402
 
 DCGM_VERSION = "3.3.6"  # the DCGM of the real capture this tool's layout follows; see provision/sim/snapshot/
+DCGM_FACTS = "/usr/lib/provision-sim/dcgm.json"  # the installed DCGM's version (provision/sim/repo.py)
+MNDIAG_SINCE = (4, 3)  # "DCGM 4.3.0 onwards" (NVIDIA's DCGM multi-node diagnostics guide)
 NAME_W, RESULT_W = 25, 46
 DEPLOYMENT = ("Denylist", "NVML Library", "CUDA Main Library", "Permissions and OS Blocks", "Persistence Mode",
               "Environment Variables", "Page Retirement/Row Remap", "Graphics Processes", "Inforom")
@@ -105,12 +110,52 @@ def main(argv: list[str]) -> int:
         print("Error: unable to establish a connection to the specified host: localhost\n"
               "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.")
         return 255
+    if args.command == "mndiag":
+        return mndiag(argv, model)
     if args.command != "diag":
         print(f"Command '{args.command}' is not simulated.", file=sys.stderr)
         return 1
     level = {"short": 1, "medium": 2, "long": 3, "xlong": 4}.get(args.run) or int(args.run)
     sys.stdout.write(diag(model, drv, level, simhw.persistence_enabled()))
     return 0
+
+
+def installed_version() -> str:
+    """The installed DCGM's version (env ``PROVISION_SIM_DCGM`` overrides the facts file); DCGM_VERSION without."""
+    try:
+        with open(os.environ.get("PROVISION_SIM_DCGM", DCGM_FACTS), encoding="utf-8") as fh:
+            return str(json.load(fh)["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return DCGM_VERSION
+
+
+def mndiag(argv: list[str], model: dict) -> int:
+    """``dcgmi mndiag``: refused by a DCGM before 4.3 (no such command), a host list over 72 hosts or another
+    test than mnubergemm, as dcgmi 4.6 refuses them; else the run of ``dcgmi_mndiag.run``."""
+    version = installed_version()
+    if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < MNDIAG_SINCE:
+        print(f"dcgmi {version}: unknown command 'mndiag'", file=sys.stderr)
+        return 255
+    p = argparse.ArgumentParser(prog="dcgmi mndiag")
+    p.add_argument("--hostList", required=True)
+    p.add_argument("-r", "--run", default="mnubergemm")
+    p.add_argument("-p", "--parameters", action="append", default=[])
+    p.add_argument("-j", "--json", action="store_true")
+    args, _unknown = p.parse_known_args(argv[1:])
+    hosts = [h for h in args.hostList.split(";") if h]
+    if args.run.lower() != "mnubergemm":
+        print("Invalid test name. Only 'mnubergemm' is currently supported", file=sys.stderr)
+        return 254
+    if len(hosts) > dcgmi_mndiag.MAX_HOSTS:  # dcgmi 4.6 prints the count of hosts parsed so far: 0
+        print(f"The number of hosts 0 exceeds the maximum allowed {dcgmi_mndiag.MAX_HOSTS}", file=sys.stderr)
+        return 254
+    seconds = next((float(v.split("=", 1)[1]) for v in args.parameters if v.startswith("mnubergemm.time_to_run=")),
+                   3600.0)
+    ids = [simhw.pci_device_id(g) for g in simhw.visible_gpus(model)]
+    out, rc = dcgmi_mndiag.run([h.split(":", 1)[0].split("=", 1)[0] for h in hosts], args.json, version, ids,
+                               seconds + 300)
+    sys.stdout.write(out)
+    return rc
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ PROFILES = {name: profiles.load(name) for name in profiles.names()}
 
 def test_the_traits_of_the_bundled_profiles_come_from_their_facts():
     traits = {name: set(p.traits()) for name, p in PROFILES.items()}
-    assert traits["gb200-nvl72"] == {"gpu", "hca", "nvlink", "ecc", "nvlink_domain", "imex", "c2c_gpu", "grace_host"}
+    assert traits["gb200-nvl72"] == {"gpu", "hca", "nvlink", "ecc", "nvlink_domain", "imex", "c2c_gpu", "grace_host",
+                                     "mndiag"}
     assert traits["b200-hgx"] == traits["h100-sxm5-80g-ndr"] == {"gpu", "hca", "nvlink", "ecc", "nvswitch", "pcie_gpu"}
     assert traits["a100-pcie-40g-hdr"] == {"gpu", "hca", "ecc", "pcie_gpu"}  # links: 0, no NVSwitch
     assert traits["rtx4090-pcie"] == {"gpu", "pcie_gpu"}

@@ -16,7 +16,7 @@ CONTRACT_TOOLS = {"nvidia-smi", "nvidia-smi-q", "nvidia-smi-qx", "nvidia-smi-csv
                   "nvidia-smi-nvlink", "nccl-tests", "perftest", "ibstat", "ibstatus", "ibv_devinfo",
                   "dcgmi-diag", "nvbandwidth", "p2pBandwidthLatencyTest", "gpu-burn", "dmesg-xid",
                   "lspci", "bonding", "fio", "ibnetdiscover", "nvidia-smi-driver", "nvcc", "package-query",
-                  "nvidia-imex-ctl", "imex-channels"}
+                  "nvidia-imex-ctl", "imex-channels", "dcgmi-mndiag"}
 
 # Sample stem prefix -> the tools that may accept it. ibstat/ibstatus/ibv_devinfo share
 # one parser; the Xid paste holds nvidia-smi's own "Unable to determine the device
