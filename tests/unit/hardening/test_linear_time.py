@@ -72,9 +72,9 @@ LEAD_INS = {
     "package": "libnccl2 ",
     "ibnet_switch": '#\n# Topology file: x\nSwitch\t36 "S-e41d2d030003e470"\t\t# "',
     "imex_node": "Nodes:\nNode #0   - ",
-    "mndiag_meta": "Multi-node diagnostic failed.\n|-----  Metadata  ----------+------------------------------------------------|\n| ",
-    "mndiag_host": "Successfully ran multi-node diagnostic.\n|-----  Host Details  ------+-----------------------------"
-                   "-------------------|\n| Host 0                    | Pass                                           |\n| ",
+    "mndiag_meta": "Multi-node diagnostic failed.\n|-----  Metadata  ----------+" + "-" * 48 + "|\n| ",
+    "mndiag_host": "Successfully ran multi-node diagnostic.\n|-----  Host Details  ------+" + "-" * 48 + "|\n"
+                   "| Host 0                    | Pass" + " " * 43 + "|\n| ",
     "imex_matrix": "Nodes:\nNode #0   - 10.0.0.1 - READY\n\n Nodes From\\To  0\n       0        ",
     "ibnet_port": 'Switch 36 "S-e41d2d030003e470" # "x" base port 0 lid 1 lmc 0\n[1]\t"S-e41d2d030003e470"[2]\t# ',
 }
