@@ -1,0 +1,65 @@
+"""DCGM's multi-node diagnostic as the dcgm_mndiag check launches it, on two simulated GB200 NVL72 trays of one
+domain: the simulated dcgmi on the first tray runs a real Open MPI mpirun over SSH to both, each tray's mnubergemm
+rank answering from its own hardware model; a fabric fault on one tray's GPU fails that tray and GPU. Only the
+tools are stood in for (the DCGM 4 package's dcgmi and its version fact, the driver's), not the install."""
+import json
+import shlex
+
+import pytest
+
+from provision import profiles
+from provision.checks import registry
+from provision.checks.base import judge_outputs
+from provision.engine.jobs import target
+from provision.inventory import Host
+from provision.sim import rack
+from tests.conftest import free_address_base
+from tests.integration.conftest import provision
+from tests.integration.test_mpi_rack import TOOLS, _run_on
+
+pytestmark = pytest.mark.integration
+
+PROFILE = "gb200-nvl72"
+DRIVER = {"version": "580.95.05", "cuda_version": "13.0"}
+DCGM = {"version": "4.5.2"}  # datacenter-gpu-manager-4-core of the Blackwell line (the snapshots)
+
+
+def _install_tool(nodes) -> None:
+    for node in nodes:
+        root = node.root()
+        (root / "usr/local/bin/dcgmi").write_text((TOOLS / "dcgmi.py").read_text())
+        (root / "usr/local/bin/dcgmi").chmod(0o755)
+        (root / "usr/lib/provision-sim/nvidia-driver.json").write_text(json.dumps(DRIVER))
+        (root / "usr/lib/provision-sim/dcgm.json").write_text(json.dumps(DCGM))
+
+
+def _run(folder, nodes):
+    check = registry()["dcgm_mndiag"]
+    hosts = tuple(Host(n.name, n.address, 22, "root", None, None, PROFILE) for n in nodes)
+    job = target(check, hosts)
+    [step] = check.steps(profiles.load(PROFILE), job)
+    argv = [a.replace("time_to_run=3600", "time_to_run=1") for a in step.argv]
+    status, text = _run_on(folder, nodes[0].name, shlex.join(argv))
+    assert status == 0, text[-3000:]
+    return judge_outputs(check, profiles.load(PROFILE), job, {step.key: text})
+
+
+def test_two_trays_pass_and_a_tray_with_an_untrained_fabric_fails_its_gpu(tmp_path):
+    up = provision("sim", "up", "--nodes", "2", "--profile", PROFILE, "--inventory", str(tmp_path),
+                   "--address-base", free_address_base(2))
+    try:
+        assert up.returncode == 0, up.stderr
+        nodes = rack.load_nodes(tmp_path)
+        _install_tool(nodes)
+        findings = _run(tmp_path, nodes)
+        assert all(f.ok for f in findings), [f.describe() for f in findings if not f.ok]
+        assert sorted(f.host for f in findings if f.metric == "mndiag_gpus") == sorted(n.name for n in nodes)
+
+        fault = provision("sim", "fault", nodes[1].name, "fabric_in_progress", "--device", "2",
+                          "--inventory", str(tmp_path))
+        assert fault.returncode == 0, fault.stderr
+        [failed] = [f for f in _run(tmp_path, nodes) if not f.ok]
+        assert (failed.fault, failed.host, failed.device) == ("MNDIAG_GPU_FAILED", nodes[1].name, "GPU2")
+        assert "NCCL Error" in failed.detail
+    finally:
+        provision("sim", "down", "--inventory", str(tmp_path))
