@@ -96,7 +96,6 @@ class _Table:
         self.names: dict[int, str] = {}
         self.host: dict | None = None
         self.texts: list[list[str]] | None = None  # the chunks of the error being read (GPU or summary)
-        self.last_listed: int | None = None
 
     def host_entry(self, host_id: int) -> dict:
         return self.hosts.setdefault(host_id, {"host_id": host_id, "hostname": None, "status": None,
