@@ -62,7 +62,9 @@ def judge(ctx: Context) -> list[Finding]:
     if not failed_gpus:  # a failed test with no GPU named: mpirun or the workload itself
         notes = [e["message"] or "" for e in out["global_errors"]]
         notes += [f"host {h['hostname']} reported but not in this job" for h in reported.values()]
-        findings.insert(0, Finding(device=f"mnubergemm on {len(ctx.hosts)} hosts", metric="mndiag_result",
+        domain = getattr(ctx.hosts[0], "nvlink_domain", None)
+        where = f"NVLink domain {domain} ({len(ctx.hosts)} trays)" if domain else f"{len(ctx.hosts)} hosts"
+        findings.insert(0, Finding(device=f"mnubergemm on {where}", metric="mndiag_result",
                                    value=out["status"], ok=out["status"] == PASS, expected=PASS,
                                    fault="MNDIAG_MPI_FAILED", action=faults.action("MNDIAG_MPI_FAILED"),
                                    detail="; ".join(n for n in notes if n)))
