@@ -17,11 +17,14 @@ requirements, NVIDIA/DCGM 72fa3fe and NVIDIA's "DCGM Multi-Node Diagnostics" gui
 - ``mnubergemm.time_to_run`` defaults to 3600 s (``modules/mndiag/dcgm_mndiag_structs.hpp``); the acceptance set
   runs it for that long (``TIME_TO_RUN_S``).
 
-The check is optional: only the ``acceptance`` set runs it. It runs once per NVLink domain (a group job over the
-domain's hosts). Rules: each host of the job reports the profile's GPU count (MNDIAG_HOST_MISSING when it is absent
-from the results, GPU_MISSING when fewer GPUs); each GPU's result is Pass (its errors as the detail: IMEX_DAEMON_DOWN
-when the workload says IMEX is down, else MNDIAG_GPU_FAILED); a test failed with no GPU named (mpirun's exit) is
-MNDIAG_MPI_FAILED. A run that could not complete (dcgmi's "Unable to complete multi-node diagnostic") is an error.
+The check is optional: only the ``acceptance`` set (or ``--checks dcgm_mndiag``) runs it. It runs once per NVLink
+domain (``per_nvlink_domain``: a group job over the hosts sharing ``provision_nvlink_domain``), with the static checks
+before the cluster procedure, so a domain it fails keeps its trays out of the InfiniBand tests.
+
+Rules: each host of the job reports the profile's GPU count (MNDIAG_HOST_MISSING when it is absent from the results,
+GPU_MISSING when fewer GPUs); each GPU's result is Pass (its errors as the detail: IMEX_DAEMON_DOWN when the workload
+says IMEX is down, else MNDIAG_GPU_FAILED); a test failed with no GPU named (mpirun's exit) is MNDIAG_MPI_FAILED.
+A run that could not complete (dcgmi's "Unable to complete multi-node diagnostic") is an error.
 """
 from __future__ import annotations
 
@@ -103,5 +106,6 @@ def _host(host, entry: dict | None, count: int) -> list[Finding]:
 
 CHECK = Check(id="dcgm_mndiag", order=118, tool="dcgmi mndiag", steps=steps, judge=judge,
               sets=("acceptance",), optional=True, needs=("gpu", "imex", "mndiag"), scope=Scope.GROUP,
+              per_nvlink_domain=True,
               timeout_s=TIME_TO_RUN_S + 600,
               metrics={"mndiag_result": "", "mndiag_gpus": "", "mndiag_gpu_result": ""})

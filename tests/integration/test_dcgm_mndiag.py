@@ -11,7 +11,7 @@ from provision import profiles
 from provision.checks import registry
 from provision.checks.base import judge_outputs
 from provision.engine.jobs import target
-from provision.inventory import Host
+from provision.inventory import NVLINK_DOMAIN_VAR, Host
 from provision.sim import rack
 from tests.conftest import free_address_base
 from tests.integration.conftest import provision
@@ -35,7 +35,8 @@ def _install_tool(nodes) -> None:
 
 def _run(folder, nodes):
     check = registry()["dcgm_mndiag"]
-    hosts = tuple(Host(n.name, n.address, 22, "root", None, None, PROFILE) for n in nodes)
+    hosts = tuple(Host(n.name, n.address, 22, "root", None, None, PROFILE, vars={NVLINK_DOMAIN_VAR: "nvl72-a"})
+                  for n in nodes)
     job = target(check, hosts)
     [step] = check.steps(profiles.load(PROFILE), job)
     argv = [a.replace("time_to_run=3600", "time_to_run=1") for a in step.argv]
@@ -54,6 +55,7 @@ def test_two_trays_pass_and_a_tray_with_an_untrained_fabric_fails_its_gpu(tmp_pa
         findings = _run(tmp_path, nodes)
         assert all(f.ok for f in findings), [f.describe() for f in findings if not f.ok]
         assert sorted(f.host for f in findings if f.metric == "mndiag_gpus") == sorted(n.name for n in nodes)
+        assert findings[0].device == "mnubergemm on NVLink domain nvl72-a (2 trays)" and findings[0].value == "Pass"
 
         fault = provision("sim", "fault", nodes[1].name, "fabric_in_progress", "--device", "2",
                           "--inventory", str(tmp_path))

@@ -34,3 +34,12 @@ def test_a_burnin_of_every_check_leaves_the_optional_ones_out(monkeypatch):
 
 def test_an_optional_check_runs_where_it_is_named(monkeypatch):
     assert _planned(monkeypatch, ["dcgm_mndiag"]) == ["dcgm_mndiag"]
+
+
+def test_dcgm_mndiag_runs_once_per_nvlink_domain_over_its_trays():
+    from provision.engine.jobs import plan
+
+    profiles_of = {f"t{i}": "gb200-nvl72" for i in range(1, 5)}
+    domains = {"t1": "rack-a", "t2": "rack-b", "t3": "rack-a", "t4": "rack-b"}
+    jobs = plan([registry()["dcgm_mndiag"]], profiles_of, domains)
+    assert [j.hosts for j in jobs] == [("t1", "t3"), ("t2", "t4")]
