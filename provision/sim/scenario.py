@@ -245,10 +245,16 @@ def up(path: Path, inventory_dir: Path, address_base: str, os_arg: str | None = 
     inventory_dir.mkdir(parents=True, exist_ok=True)
     rack.up(inventory_dir, data["nodes"], data.get("profile", DEFAULT_PROFILE), address_base,
             os_arg=os_arg or data.get("os"), fabric=data.get("fabric"))
+    inject_faults(data, inventory_dir)
+    return ExitStatus.OK
+
+
+def inject_faults(data: dict, inventory_dir: Path, log=print) -> None:
+    """Inject the faults of scenario ``data`` (``load``'s) into the running rack in ``inventory_dir``:
+    what ``up`` does once the rack is up, and what a test replays on a rack it shares."""
     for node, items in (data.get("faults") or {}).items():
         for item in items or []:
             value = None if item.get("value") is None else str(item["value"])
             device = None if item.get("device") is None else str(item["device"])
             record = faults.inject(inventory_dir, node, item["kind"], device, value)
-            print(f"sim: {node}: injected {record['kind']} on {record['label']}")
-    return ExitStatus.OK
+            log(f"sim: {node}: injected {record['kind']} on {record['label']}")

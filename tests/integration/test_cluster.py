@@ -1,6 +1,7 @@
 """The cluster procedure on a simulated rack of eight nodes with three faults injected together:
 a slow HCA, a slow node and a degraded leaf-spine cable. The burn-in must name all three (the
-node and its HCA; the node; the cable with both switch ports) and nothing healthy."""
+node and its HCA; the node; the cable with both switch ports) and nothing healthy. The rack is the
+installed 8-node rack the integration tests share (conftest.eight_h100), the faults replayed on it."""
 import json
 import xml.etree.ElementTree as ET
 
@@ -9,23 +10,16 @@ import yaml
 
 from provision import paths
 from provision.sim import rack
-from tests.conftest import free_address_base
-from tests.integration.conftest import provision
+from tests.integration.conftest import provision, replay
 
 pytestmark = pytest.mark.integration
 SCENARIO = paths.ROOT / "tests/data/scenarios/cluster-three-faults.yaml"
 
 
-@pytest.fixture(scope="module")
-def three_faults(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("cluster")
-    up = provision("sim", "up", "--scenario", str(SCENARIO), "--inventory", str(folder),
-                   "--address-base", free_address_base(8))
-    assert up.returncode == 0, up.stderr
-    try:
-        yield folder
-    finally:
-        provision("sim", "down", "--inventory", str(folder))
+@pytest.fixture
+def three_faults(eight_h100):
+    """The shared installed rack with the scenario's three faults (conftest.replay)."""
+    return replay(eight_h100, SCENARIO)
 
 
 def _cable(folder):
@@ -37,7 +31,7 @@ def _cable(folder):
 
 def test_the_cluster_burnin_names_the_slow_hca_the_slow_node_and_the_cable(three_faults, tmp_path):
     run_id = "cluster-three-faults"
-    proc = provision("run", "-i", str(three_faults), "--scope", "cluster", "--run-id", run_id, timeout=2400)
+    proc = provision("burnin", "-i", str(three_faults), "--scope", "cluster", "--run-id", run_id, timeout=2400)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     report = json.loads((paths.RUNS / run_id / "report.json").read_text())
     [group] = report["cluster"]["groups"]

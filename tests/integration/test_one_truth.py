@@ -1,10 +1,11 @@
 """One truth on the simulated rack (issue 23 item 2): every output is a view of one results model.
 
-On an installed 8-node rack (tests/data/scenarios/flapping-port-slow-hca.yaml):
-1. a slow HCA (node02 mlx5_3: ib_write_bw fails it, so it is left out of the cluster tests) and a flapping
-   switch port (rail 1, uplink 0 of node05's leaf: ibnetdiscover cannot see it, localization names its cable)
-   in one burn-in: the console's closing lines, JUnit, Prometheus and the HTML report carry the same hosts,
-   cables and switch ports as report.json's model, and the left-out host with its reason;
+On the installed 8-node rack the integration tests share (conftest.eight_h100, healed before each test):
+1. tests/data/scenarios/flapping-port-slow-hca.yaml replayed on it: a slow HCA (node02 mlx5_3: ib_write_bw
+   fails it, so it is left out of the cluster tests) and a flapping switch port (rail 1, uplink 0 of node05's
+   leaf: ibnetdiscover cannot see it, localization names its cable) in one burn-in: the console's closing
+   lines, JUnit, Prometheus and the HTML report carry the same hosts, cables and switch ports as
+   report.json's model, and the left-out host with its reason;
 2. healed, then one leaf-spine cable trained down to 1x and nothing else: every host passes, the run exits 1
    and every output says the run failed by that cable (never "0 failed").
 """
@@ -23,25 +24,10 @@ from provision.report import html, junit, summary
 from provision.results import reading
 from provision.results.model import FABRIC, Outcome
 from provision.sim import rack
-from tests.conftest import free_address_base
-from tests.integration.conftest import provision
+from tests.integration.conftest import provision, replay
 
 pytestmark = pytest.mark.integration
 SCENARIO = paths.ROOT / "tests/data/scenarios/flapping-port-slow-hca.yaml"
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("truth")
-    up = provision("sim", "up", "--scenario", str(SCENARIO), "--inventory", str(folder),
-                   "--address-base", free_address_base(8))
-    assert up.returncode == 0, up.stderr
-    try:
-        install = provision("install", "-i", str(folder), "--run-id", f"truth-install-{id(folder) % 10000}")
-        assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-2000:]
-        yield folder
-    finally:
-        provision("sim", "down", "--inventory", str(folder))
 
 
 def _broken_cable(folder, key: str) -> tuple[tuple[str, int], tuple[str, int]]:
@@ -108,15 +94,16 @@ def _same_everywhere(out: dict) -> tuple[set, set]:
     return hosts, cables
 
 
-def test_a_flapping_port_and_a_slow_hca_are_the_same_hosts_and_ports_everywhere(installed):
+def test_a_flapping_port_and_a_slow_hca_are_the_same_hosts_and_ports_everywhere(eight_h100):
+    replay(eight_h100, SCENARIO)
     run_id = "truth-flap-slow-hca"
-    proc = provision("burnin", "-i", str(installed), "--checks", "ib_write_bw,ib_pairs", "--run-id", run_id,
+    proc = provision("burnin", "-i", str(eight_h100), "--checks", "ib_write_bw,ib_pairs", "--run-id", run_id,
                      timeout=2400)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     out = _outputs(run_id, proc.stdout)
     hosts, cables = _same_everywhere(out)
     assert hosts == {"node02"}
-    flapping = frozenset(_broken_cable(installed, "flapping"))
+    flapping = frozenset(_broken_cable(eight_h100, "flapping"))
     assert flapping in cables, (flapping, cables)
     run, lines = out["run"], out["lines"]
     # the slow HCA: its node check names it; node02 is left out of the cluster tests, with the reason
@@ -139,19 +126,19 @@ def test_a_flapping_port_and_a_slow_hca_are_the_same_hosts_and_ports_everywhere(
     assert "node02" in page and f"{a}[{a_port}]" in page and f"{b}[{b_port}]" in page
 
 
-def test_a_run_failed_only_by_a_cable_exits_1_and_says_so_everywhere(installed):
-    assert provision("sim", "heal", "all", "--inventory", str(installed)).returncode == 0
+def test_a_run_failed_only_by_a_cable_exits_1_and_says_so_everywhere(eight_h100):
+    assert provision("sim", "heal", "all", "--inventory", str(eight_h100)).returncode == 0
     fault = provision("sim", "fault", "node03", "cable_degraded", "--device", "mlx5_5:up1", "--value", "1x",
-                      "--inventory", str(installed))
+                      "--inventory", str(eight_h100))
     assert fault.returncode == 0, fault.stderr
     run_id = "truth-cable-only"
-    proc = provision("burnin", "-i", str(installed), "--scope", "cluster", "--run-id", run_id, timeout=2400)
+    proc = provision("burnin", "-i", str(eight_h100), "--scope", "cluster", "--run-id", run_id, timeout=2400)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     out = _outputs(run_id, proc.stdout)
     hosts, cables = _same_everywhere(out)
     run = out["run"]
     assert hosts == set() and set(run.verdicts().values()) == {"pass"}
-    assert cables == {frozenset(_broken_cable(installed, "width"))}
+    assert cables == {frozenset(_broken_cable(eight_h100, "width"))}
     assert run.outcome().line() == "run FAIL: 1 cable failed, 2 switch ports failed"
     assert summary.closing(run)[0] == "8 passed of 8 hosts"
     outcome = {(lb["host"], lb["check"]) for lb, v in _ones(out["prom"]["provision_burnin_check_outcome"], "outcome")
