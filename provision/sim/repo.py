@@ -39,7 +39,7 @@ NODE_TOOLS = {"provision_sim_reboot": "/usr/local/sbin/provision-sim-reboot"}
 SIM_TOOLS = {"nvidia-smi": "nvidia_smi", "nvcc": "nvcc", "dcgmi": "dcgmi", "ib_write_bw": "ib_write_bw",
              "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo", "ibnetdiscover": "ibnetdiscover",
              "nvidia-persistenced": "daemon", "nv-fabricmanager": "daemon", "nv-hostengine": "daemon",
-             "nvidia-imex": "daemon", "nvidia-imex-ctl": "nvidia_imex_ctl"}
+             "nvidia-imex": "daemon", "nvidia-imex-ctl": "nvidia_imex_ctl", "nvlsm": "daemon"}
 # A systemd unit -> the daemon it runs (names as NVIDIA's units: nvidia-persistenced.service,
 # nvidia-fabricmanager.service, nvidia-dcgm.service, nvidia-imex.service).
 SERVICE_DAEMONS = {"nvidia-persistenced": "nvidia-persistenced", "nvidia-fabricmanager": "nv-fabricmanager",
@@ -48,6 +48,11 @@ SERVICE_DAEMONS = {"nvidia-persistenced": "nvidia-persistenced", "nvidia-fabricm
 # NVIDIA's CUDA Toolkit release notes, table 3: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/,
 # CUDA 13.0 GA needs >= 580.65.06).
 DRIVER_CUDA = {"535": "12.2", "550": "12.4", "560": "12.6", "570": "12.8", "580": "13.0"}
+# A service -> the daemons it also starts when their package is installed: (name, path). From R580 Fabric Manager's
+# service starts the NVLink Subnet Manager on NVLink5 NVSwitch boards (HGX B200/B300; NVIDIA Fabric Manager user
+# guide, "What is NVLink Subnet Manager?"); NVIDIA's nvlsm package ships the daemon at /opt/nvidia/nvlsm/sbin/nvlsm and
+# no unit of its own (vyaghras/bottlerocket-kernel-kit:packages/nvlsm/nvlsm.spec unpacks it and adds its own unit).
+SERVICE_COMPANIONS = {"nvidia-fabricmanager": (("nvlsm", "/opt/nvidia/nvlsm/sbin/nvlsm"),)}
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), keep_trailing_newline=True,
                           undefined=jinja2.StrictUndefined, autoescape=False)
 
@@ -97,7 +102,8 @@ def package_tree(snap: snapshot.Snapshot, pkg: snapshot.Package, root: Path) -> 
             daemon = _daemon_path(snap, service)
             _render(root / shipped.lstrip("/"), "unit.service.j2", 0o644, service=service, daemon=daemon)
             # Simulated nodes have no systemd: the same service as a SysV script for `service`.
-            _render(root / "etc/init.d" / service, "init.d.j2", 0o755, service=service, daemon=daemon)
+            _render(root / "etc/init.d" / service, "init.d.j2", 0o755, service=service, daemon=daemon,
+                    companions=SERVICE_COMPANIONS.get(service, ()))
         elif name in SIM_TOOLS:
             _copy_tool(SIM_TOOLS[name], root / shipped.lstrip("/"))
         elif name == "nccl.h":

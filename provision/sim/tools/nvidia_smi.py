@@ -99,6 +99,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--filename")
     p.add_argument("-l", "--loop", nargs="?")
     p.add_argument("-d", "--display")
+    p.add_argument("-r", "--gpu-reset", action="store_true")
     return p
 
 
@@ -131,6 +132,11 @@ def main(argv: list[str]) -> int:
         print(f"No devices were found matching the id {args.id}")  # nvidia-smi -i with a wrong id
         return 6
     ctx = {"driver": drv, "persistence": persistence, "attached": len(gpus)}
+    if args.gpu_reset:
+        # Every chosen GPU (all without -i) as nvidia-smi prints a reset ("GPU 00000000:8F:00.0 was successfully
+        # reset." per GPU, then "All done."; nvidia-smi(1), -r/--gpu-reset); a simulated GPU keeps its state.
+        _emit("".join(f"GPU {g['bus_id']} was successfully reset.\n" for _, g in chosen) + "All done.\n", None)
+        return 0
     if args.query_gpu:
         text, status = smi_csv.render(chosen, args.query_gpu, args.format, ctx)
         _emit(text, args.filename)
