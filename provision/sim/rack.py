@@ -44,6 +44,12 @@ SSH_READY_TIMEOUT_S = 15.0
 START_WORKERS = 8
 FABRIC_FILE = "fabric.yaml"  # the rack's fabric in its state folder; each node has a copy
 SIM_BONDING_DIR = "/var/lib/provision-sim/net/bonding"  # stands in for /proc/net/bonding
+# Stands in for /proc/devices (procfs cannot be written): the nvidia module's character devices, as a loaded
+# driver 580 lists them (names from the driver: nvidia-frontend, nvidia-caps, nvidia-caps-imex-channels; NVIDIA
+# IMEX guide, "IMEX Channels": the channel major is read from /proc/devices).
+SIM_PROC_DEVICES = "/var/lib/provision-sim/proc/devices"
+NVIDIA_MAJORS = ((195, "nvidia-frontend"), (234, "nvidia-caps"), (235, "nvidia-caps-imex-channels"),
+                 (511, "nvidia-uvm"))
 CLUSTER_KEY = "cluster_ed25519"  # the key root uses from node to node (mpirun's ssh), in the state folder
 # Open MPI's system-wide MCA parameter file, $sysconfdir/openmpi-mca-params.conf, Debian's sysconfdir
 # being /etc/openmpi (https://www.open-mpi.org/faq/?category=tuning#setting-mca-params, Open MPI 4.1).
@@ -383,7 +389,14 @@ def _write_mpi_config(upper: Path) -> None:
 
 def write_kernel_views(root: Path, model: dict) -> None:
     """Files the kernel would show under /proc, written where the sim site reads them
-    (``provision_storage.bonding_dir`` in provision/sim/site.yml): the bond status from the model."""
+    (``provision_storage.bonding_dir`` and ``nvidia_imex_proc_devices`` in provision/sim/site.yml): the bond
+    status from the model, and the nvidia module's character devices on a GPU node."""
+    if any(g for g in model.get("gpus") or ()):
+        # The nvidia module's character devices as /proc/devices lists them once it is loaded (majors are the
+        # kernel's to assign: fixed here), read by the nvidia_imex role to make IMEX channel 0 (SIM_PROC_DEVICES).
+        devices = root / SIM_PROC_DEVICES.lstrip("/")
+        devices.parent.mkdir(parents=True, exist_ok=True)
+        devices.write_text("Character devices:\n" + "".join(f"{major:3d} {name}\n" for major, name in NVIDIA_MAJORS))
     bonding = _tool_module("bonding")
     bond = (model.get("storage") or {}).get("bond")
     if bond:
@@ -503,12 +516,21 @@ def _write_inventory(inventory_dir: Path, nodes: list[SimNode], plan: list[str],
             **site,
         },
         "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address, "provision_sim_os": o,
-                                                      "provision_os": PLAN_TARGETS.get(o, o)}
-                                             for n, o in zip(nodes, plan)}}},
+                                                      "provision_os": PLAN_TARGETS.get(o, o),
+                                                      **nvlink_domain_vars(profile, i)}
+                                             for i, (n, o) in enumerate(zip(nodes, plan))}}},
     }}
     header = "---\n# Written by `provision sim up`: the simulated rack now running. Do not edit.\n"
     (inventory_dir / "hosts.yml").write_text(header + yaml.dump(data, Dumper=_InventoryDumper, sort_keys=False,
                                                                 width=INVENTORY_WIDTH))
+
+
+def nvlink_domain_vars(profile: str, index: int) -> dict:
+    """The host var the nvidia_imex role groups trays by: ``provision_nvlink_domain``, the name of node ``index``'s
+    NVLink domain (``hwmodel.nvlink_domain``: consecutive nodes, 18 trays a GB200 NVL72 domain); {} where the
+    profile has none."""
+    domain = hwmodel.nvlink_domain(profiles.load(profile).data, index)
+    return {} if domain is None else {"provision_nvlink_domain": f"nvl{domain:03d}"}
 
 
 # The written inventory lints as the project's own YAML (`make lint` after `make provision`; .yamllint):

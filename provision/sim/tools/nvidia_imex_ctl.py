@@ -126,8 +126,12 @@ def domain_from_config(model: dict, version: str) -> dict | None:
 
 
 def main(argv: list[str]) -> int:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import simhw  # the node's copy, /usr/lib/provision-sim/simhw.py
+    # The node's copy of simhw is /usr/lib/provision-sim/simhw.py (this tool is installed as /usr/bin/nvidia-imex-ctl
+    # by the package, away from it); beside this file when run from the source tree.
+    for path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__))):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    import simhw
 
     model = simhw.load() or {}
     driver = simhw.driver() or {}
