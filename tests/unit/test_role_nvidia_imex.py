@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jinja2
 import yaml
 
-from provision import paths
+from provision import paths, profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "nvidia_imex"
@@ -122,3 +123,22 @@ def test_playbook_runs_it_after_the_driver_and_before_the_holds_which_take_its_p
     group_vars = yaml.safe_load((ROOT / "playbooks/group_vars/all.yml").read_text())
     assert "nvlink_domain" in group_vars["nvidia_imex_enabled"] and "imex" in group_vars["nvidia_imex_enabled"]
     assert group_vars["nvidia_imex_version"] == "{{ provision_stack.driver_version }}"
+
+
+def test_imex_only_on_imex_trays_and_nvlsm_only_on_nvlink5_nvswitch_boards():
+    """The roles' switches (playbooks/group_vars/all.yml, rendered as Ansible's Jinja does) follow the profile:
+    IMEX where the NVLink domain runs it (GB200), NVLSM where an NVSwitch board has NVLink 5 (HGX B200), neither on
+    an HGX H100 (Fabric Manager alone) nor on a PCIe board."""
+    group_vars = yaml.safe_load((ROOT / "playbooks/group_vars/all.yml").read_text())
+    env = jinja2.Environment()
+    seen = {}
+    for name in profiles.names():
+        data = profiles.load(name).data
+        imex, nvlsm = (env.from_string(group_vars[var]).render(provision_profile_data=data).strip()
+                       for var in ("nvidia_imex_enabled", "nvidia_driver_nvlsm"))
+        assert imex == str(profiles.load(name).has("imex")), name
+        nvlink = (data["gpu"].get("nvlink") or {}).get("version", 0)
+        assert nvlsm == str(bool(data["gpu"].get("nvswitch")) and int(nvlink) >= 5), name
+        seen[name] = (imex, nvlsm)
+    assert seen["gb200-nvl72"] == ("True", "False") and seen["b200-hgx"] == ("False", "True")
+    assert seen["h100-sxm5-80g-ndr"] == ("False", "False")
