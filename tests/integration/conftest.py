@@ -28,11 +28,12 @@ def provision(*args, timeout=1800, env=None):
 
 
 @contextlib.contextmanager
-def own_rack(folder, group_vars=None, nodes=3, os_names=None, scenario_file=None):
+def own_rack(folder, group_vars=None, nodes=3, os_names=None, scenario_file=None, profile=None):
     """A simulated rack in ``folder`` (a copy of the sim site plus ``group_vars``) on free addresses;
     ``os_names`` (comma list) gives the nodes their OS in turn; ``scenario_file`` starts the scenario's
-    rack instead of ``nodes`` nodes. Its state is outside ``folder`` (``rack.state_dir``); ``folder``
-    gets only hosts.yml, and ``sim down`` removes both."""
+    rack instead of ``nodes`` nodes; ``profile`` gives the nodes their hardware (default the embedded
+    rack's). Its state is outside ``folder`` (``rack.state_dir``); ``folder`` gets only hosts.yml, and
+    ``sim down`` removes both."""
     shutil.copytree(paths.ROOT / "inventory/sim/group_vars", folder / "group_vars")
     if group_vars:
         (folder / "group_vars/gpu_nodes.yml").write_text(yaml.safe_dump(group_vars))
@@ -40,7 +41,7 @@ def own_rack(folder, group_vars=None, nodes=3, os_names=None, scenario_file=None
         nodes = scenario.load(scenario_file)["nodes"]
     shape = ["--scenario", str(scenario_file)] if scenario_file is not None else ["--nodes", str(nodes)]
     up = provision("sim", "up", *shape, "--inventory", str(folder), "--address-base", free_address_base(nodes),
-                   *(["--os", os_names] if os_names else []))
+                   *(["--os", os_names] if os_names else []), *(["--profile", profile] if profile else []))
     assert up.returncode == 0, up.stderr
     try:
         assert sorted(p.name for p in folder.iterdir()) == ["group_vars", "hosts.yml"]

@@ -1,0 +1,173 @@
+"""Blackwell nodes on the simulated rack (issue 24 item 3): a 2-node HGX B200 rack and a 2-tray GB200 NVL72
+rack (one NVLink domain) install (nvidia_driver with Fabric Manager, NVLSM and the GPU reset on the B200;
+nvidia_imex on the GB200) and burn in healthy; a second install of the Blackwell roles changes nothing; then
+faults on the GB200 rack, one at a time, fail the right node, GPU and check with the catalogue's action.
+
+One installed rack per profile (module fixtures). The burn-in runs the node checks whose reference rows
+the Blackwell profiles have: b200-hgx and gb200-nvl72 carry no nccl_allreduce, nvbandwidth or gpu_stress row
+on purpose (no published figure: the profiles' header), so those checks would error on any healthy node; the
+cluster procedure is the H100 rack's tests' (test_cluster.py).
+"""
+import json
+import subprocess
+import uuid
+
+import pytest
+import yaml
+
+from provision import paths
+from provision.sim import faults, rack
+from tests.integration.conftest import own_rack, provision
+
+pytestmark = pytest.mark.integration
+HEALTHY_CHECKS = "gpu_health,xid,ecc_counters,stack,pcie_link,topology,nvlink,ib_ports,imex,ib_write_bw,storage"
+FAULT_CHECKS = "gpu_health,xid,nvlink,imex"
+RUN = f"blackwell-{uuid.uuid4().hex[:8]}"  # this session's run ids: runs/ keeps every earlier one
+
+
+@pytest.fixture(scope="module")
+def b200(tmp_path_factory):
+    with own_rack(tmp_path_factory.mktemp("b200"), nodes=2, profile="b200-hgx") as inv:
+        yield inv, install(inv, "b200-install")
+
+
+@pytest.fixture(scope="module")
+def gb200(tmp_path_factory):
+    with own_rack(tmp_path_factory.mktemp("gb200"), nodes=2, profile="gb200-nvl72") as inv:
+        yield inv, install(inv, "gb200-install")
+
+
+def report(run_id):
+    return json.loads((paths.RUNS / f"{RUN}-{run_id}" / "report.json").read_text())
+
+
+def install(inv, run_id, *options):
+    return provision("install", "-i", str(inv), "--run-id", f"{RUN}-{run_id}", *options)
+
+
+def burnin(inv, run_id, checks):
+    proc = provision("burnin", "-i", str(inv), "--run-id", f"{RUN}-{run_id}", "--checks", checks, "--scope", "node")
+    return proc, report(run_id)
+
+
+def node_file(inv, node, path):
+    node = next(n for n in rack.load_nodes(inv) if n.name == node)
+    return node.root() / path.lstrip("/")
+
+
+def assert_healthy(inv, run_id, checks):
+    proc, rep = burnin(inv, run_id, checks)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    judged = [r for r in rep["results"] if r["outcome"] != "skip"]
+    assert judged and all(r["outcome"] == "pass" for r in judged), [
+        (r["check"], r["hosts"], r["message"]) for r in judged if r["outcome"] != "pass"]
+    fabric = [f for r in judged if r["check"] == "gpu_health" for f in r["findings"]
+              if f["metric"].startswith(("fabric_", "nvlink_clique"))]
+    assert fabric and all(f["ok"] for f in fabric)
+    assert {f["metric"] for f in fabric} >= {"fabric_state", "fabric_status", "fabric_health"}
+    return rep
+
+
+def test_b200_installs_fabric_manager_with_nvlsm_and_burns_in_healthy(b200):
+    inv, installed = b200
+    assert installed.returncode == 0, installed.stdout[-3000:]
+    for node in ("node01", "node02"):
+        assert node_file(inv, node, "/run/nvidia-fabricmanager/nvidia-fabricmanager.pid").is_file()
+        assert node_file(inv, node, "/run/nvlsm/nvlsm.pid").is_file()  # started by Fabric Manager's service
+        assert not node_file(inv, node, "/etc/nvidia-imex/nodes_config.cfg").exists()  # no IMEX on an HGX board
+        holds = node_file(inv, node, "/var/lib/dpkg/status").read_text()
+        for package in ("nvidia-fabricmanager", "nvlsm", "libnvsdm"):
+            assert f"Package: {package}\nStatus: hold ok installed" in holds, package
+    rep = assert_healthy(inv, "b200-healthy", HEALTHY_CHECKS)
+    assert {r["check"] for r in rep["results"] if r["outcome"] == "skip"} == {"imex"}  # no NVLink domain
+    again = install(inv, "b200-again", "--tags", "driver,imex")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert all(h["changed"] == 0 for h in report("b200-again")["install"].values()), report("b200-again")["install"]
+
+
+def test_gb200_installs_imex_for_its_domain_and_burns_in_healthy(gb200):
+    inv, installed = gb200
+    assert installed.returncode == 0, installed.stdout[-3000:]
+    addresses = [n.address for n in rack.load_nodes(inv)]
+    for node in ("node01", "node02"):
+        assert node_file(inv, node, "/etc/nvidia-imex/nodes_config.cfg").read_text() == "".join(
+            f"{a}\n" for a in addresses)
+        modprobe = node_file(inv, node, "/etc/modprobe.d/nvidia-imex-channel0.conf").read_text()
+        assert "options nvidia NVreg_CreateImexChannel0=1" in modprobe
+        assert not node_file(inv, node, "/run/nvidia-fabricmanager/nvidia-fabricmanager.pid").exists()
+    rep = assert_healthy(inv, "gb200-healthy", HEALTHY_CHECKS)
+    imex = [r for r in rep["results"] if r["check"] == "imex"]
+    assert sorted(h for r in imex for h in r["hosts"]) == ["node01", "node02"]
+    assert all(r["outcome"] == "pass" for r in imex)
+    again = install(inv, "gb200-again", "--tags", "driver,imex")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert all(h["changed"] == 0 for h in report("gb200-again")["install"].values()), report("gb200-again")["install"]
+
+
+def _failed(rep):
+    """(check, host, device, fault, action) of every failing finding."""
+    return [(r["check"], r["hosts"][0], f["device"], f.get("fault", ""), f.get("action", ""))
+            for r in rep["results"] if r["outcome"] == "fail" for f in r["findings"] if not f["ok"]]
+
+
+def _gpu(inv, node, index):
+    text = node_file(inv, node, "/" + faults.MODEL).read_text()
+    return next(g for g in yaml.safe_load(text)["gpus"] if g["index"] == index)
+
+
+# (node, kind, device, value, check, fault code): each a GB200 fault of issue 24 item 5.
+GB200_FAULTS = [
+    ("node02", "fabric_in_progress", "1", None, "gpu_health", "NVLINK_FABRIC_NOT_TRAINED"),
+    ("node01", "fabric_limited", "3", None, "gpu_health", "NVLINK_FABRIC_DEGRADED"),
+    ("node02", "gpu_lost", "2", None, "gpu_health", "GPU_LOST"),
+    ("node01", "recovery_action", "0", "Node Reboot", "gpu_health", "GPU_RECOVERY_ACTION"),
+    ("node02", "nvlink5_xid", "3", "149:5", "xid", "XID_NVLINK5"),
+]
+
+
+def test_gb200_faults_fail_the_right_node_gpu_and_check(gb200):
+    inv, installed = gb200
+    assert installed.returncode == 0, installed.stdout[-3000:]
+    for node, kind, device, value, check, code in GB200_FAULTS:
+        for n in rack.load_nodes(inv):
+            faults.heal(inv, n.name)
+        bus_id = _gpu(inv, node, int(device))["bus_id"]
+        faults.inject(inv, node, kind, device, value)
+        proc, rep = burnin(inv, f"gb200-{kind}", FAULT_CHECKS)
+        assert proc.returncode == 1, (kind, proc.stdout[-2000:])
+        failed = _failed(rep)
+        assert {host for _, host, *_ in failed} == {node}, (kind, failed)
+        hits = [f for f in failed if f[0] == check and f[3] == code]
+        assert hits, (kind, failed)
+        assert all(action for *_, action in hits), (kind, hits)
+        if check == "gpu_health":
+            assert any(f"GPU{device} " in dev or bus_id in dev for _, _, dev, *_ in hits), (kind, hits)
+        else:  # the Xid names the GPU by its PCI address
+            assert any(bus_id.lower()[4:].split(".")[0] in dev.lower() for _, _, dev, *_ in hits), (kind, hits)
+    for n in rack.load_nodes(inv):
+        faults.heal(inv, n.name)
+
+
+def test_gb200_imex_daemon_stopped_fails_that_tray_only(gb200):
+    """The daemon really stopped on one tray (its service, as an operator or a crash would): that tray's own
+    view shows it not READY; the other tray cannot see it (peers' daemons are modelled, not probed)."""
+    inv, installed = gb200
+    assert installed.returncode == 0, installed.stdout[-3000:]
+    ansible = paths.tool("ansible")
+
+    def service(state):
+        proc = subprocess.run([ansible, "-i", str(inv / "hosts.yml"), "node02", "-m", "ansible.builtin.service",
+                               "-a", f"name=nvidia-imex state={state}"], capture_output=True, text=True, timeout=300,
+                              check=False)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+    service("stopped")
+    try:
+        proc, rep = burnin(inv, "gb200-imex-down", "imex")
+        assert proc.returncode == 1, proc.stdout[-2000:]
+        failed = _failed(rep)
+        assert {host for _, host, *_ in failed} == {"node02"}, failed
+        assert any(f[3] == "IMEX_DAEMON_DOWN" and f[4] for f in failed), failed
+    finally:
+        service("started")
+    proc, rep = burnin(inv, "gb200-imex-up", "imex")
+    assert proc.returncode == 0, proc.stdout[-2000:]
