@@ -58,7 +58,7 @@ def node_file(inv, node, path):
 def assert_healthy(inv, run_id, checks):
     proc, rep = burnin(inv, run_id, checks)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    judged = [r for r in rep["results"] if r["outcome"] != "skip"]
+    judged = [r for r in rep["results"] if r["outcome"] != "skipped"]
     assert judged and all(r["outcome"] == "pass" for r in judged), [
         (r["check"], r["hosts"], r["message"]) for r in judged if r["outcome"] != "pass"]
     fabric = [f for r in judged if r["check"] == "gpu_health" for f in r["findings"]
@@ -79,7 +79,7 @@ def test_b200_installs_fabric_manager_with_nvlsm_and_burns_in_healthy(b200):
         for package in ("nvidia-fabricmanager", "nvlsm", "libnvsdm"):
             assert f"Package: {package}\nStatus: hold ok installed" in holds, package
     rep = assert_healthy(inv, "b200-healthy", HEALTHY_CHECKS)
-    assert {r["check"] for r in rep["results"] if r["outcome"] == "skip"} == {"imex"}  # no NVLink domain
+    assert {r["check"] for r in rep["results"] if r["outcome"] == "skipped"} == {"imex"}  # no NVLink domain
     again = install(inv, "b200-again", "--tags", "driver,imex")
     assert again.returncode == 0, again.stdout[-3000:]
     assert all(h["changed"] == 0 for h in report("b200-again")["install"].values()), report("b200-again")["install"]
@@ -140,10 +140,10 @@ def test_gb200_faults_fail_the_right_node_gpu_and_check(gb200):
         hits = [f for f in failed if f[0] == check and f[3] == code]
         assert hits, (kind, failed)
         assert all(action for *_, action in hits), (kind, hits)
-        if check == "gpu_health":
-            assert any(f"GPU{device} " in dev or bus_id in dev for _, _, dev, *_ in hits), (kind, hits)
-        else:  # the Xid names the GPU by its PCI address
-            assert any(bus_id.lower()[4:].split(".")[0] in dev.lower() for _, _, dev, *_ in hits), (kind, hits)
+        # The GPU by its PCI address (gpu_health "GPU1 00000000:3F:00.0", a lost one as nvidia-smi's error line
+        # prints it, "0000:9C:00.0"; xid "PCI 0000:9c:00"): the short form is in every one of them.
+        short = bus_id.lower()[4:].split(".")[0]
+        assert any(short in dev.lower() for _, _, dev, *_ in hits), (kind, hits)
     for n in rack.load_nodes(inv):
         faults.heal(inv, n.name)
 
