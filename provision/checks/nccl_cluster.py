@@ -9,6 +9,11 @@ the HCAs' line rate summed over the node's rails times the efficiency nccl-tests
 measure (the profile row's source), since every ring crosses each node's HCAs. Also fails on
 wrong results, out-of-bounds values and a rank count other than nodes x GPUs, the nodes being
 the job's hosts. The step key names the group's node count ("4-nodes").
+
+On a platform with a multi-node NVLink domain (GB200/GB300 NVL72), NCCL 2.25+ carries the traffic between trays of
+one domain over NVLink when it can (MNNVL), so the test would measure the domain, not the HCAs: every rank gets
+``NCCL_MNNVL_ENABLE=0`` (NCCL environment variables, https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)
+and the ring crosses the InfiniBand fabric; the domain itself is the nvlink_domain check's.
 """
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ from provision.checks.nccl_allreduce import SWEEP, allreduce
 def steps(profile, group) -> list[Step]:
     p = profile.required_reference("nccl_cluster", "busbw_GBps").params
     hosts = ",".join(f"{h.address}:1" for h in group.hosts)
+    ib_only = ["-x", "NCCL_MNNVL_ENABLE=0"] if profile.has("nvlink_domain") else []
     argv = ["mpirun", "--allow-run-as-root", "--tag-output", "-np", str(len(group.hosts)), "--host", hosts,
-            "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
+            *ib_only, "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
             "-g", str(profile.gpu.count), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
     return [Step(f"{len(group.hosts)}-nodes", argv, parser="nccl-tests")]
 
