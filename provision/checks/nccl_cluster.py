@@ -26,8 +26,9 @@ def steps(profile, group) -> list[Step]:
     hosts = ",".join(f"{h.address}:1" for h in group.hosts)
     ib_only = ["-x", "NCCL_MNNVL_ENABLE=0"] if profile.has("nvlink_domain") else []
     argv = ["mpirun", "--allow-run-as-root", "--tag-output", "-np", str(len(group.hosts)), "--host", hosts,
-            *ib_only, "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]), "-f", str(p["step_factor"]),
-            "-g", str(profile.gpu.count), "-c", "1", "-n", str(p["iters"]), "-w", str(p["warmup_iters"])]
+            *ib_only, "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]),
+            "-f", str(p["step_factor"]), "-g", str(profile.gpu.count), "-c", "1", "-n", str(p["iters"]),
+            "-w", str(p["warmup_iters"])]
     return [Step(f"{len(group.hosts)}-nodes", argv, parser="nccl-tests")]
 
 
