@@ -50,10 +50,11 @@ help: ## List the targets
 
 setup: $(VENV)/.setup-done ## Install the controller's apt packages and the virtualenv
 
-$(VENV)/.setup-done: pyproject.toml
+# The tested set (requirements.lock) as constraints: pyproject.toml's ranges pick exactly the locked versions.
+$(VENV)/.setup-done: pyproject.toml requirements.lock
 	$(call apt_install,$(APT_PACKAGES))
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	@$(VENV)/bin/pip install -q -e '.[dev]'
+	@$(VENV)/bin/pip install -q -c requirements.lock -e '.[dev]'
 	@touch $@
 
 sim-base: setup ## The simulator only: its apt packages and the nodes' base root (debootstrap, once)

@@ -25,7 +25,7 @@ from types import ModuleType
 from provision import paths
 from provision.errors import ProvisionError
 
-SIM_INVENTORY = paths.ROOT / "inventory" / "sim"
+SIM_INVENTORY = paths.INVENTORIES / "sim"
 DEFAULT_NODES = 4
 DEFAULT_PROFILE = "h100-sxm5-80g-ndr"
 

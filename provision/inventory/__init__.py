@@ -105,10 +105,10 @@ def resolve(arg: str) -> Path:
     unset variable is no inventory, never the current folder)."""
     if not arg.strip():
         raise InventoryError(f"-i {arg!r}: not an inventory: name an inventory folder or file")
-    for candidate in (Path(arg), paths.ROOT / "inventory" / arg):
+    for candidate in (Path(arg), paths.INVENTORIES / arg):
         if candidate.exists():
             return candidate.resolve()
-    raise InventoryError(f"{arg}: no such inventory (neither a path nor a folder under {paths.ROOT / 'inventory'})")
+    raise InventoryError(f"{arg}: no such inventory (neither a path nor a folder under {paths.INVENTORIES})")
 
 
 def resolve_all(args: str | Sequence[str]) -> tuple[Path, ...]:

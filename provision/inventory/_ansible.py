@@ -24,6 +24,7 @@ from provision.inventory import aliases
 
 # The same configuration the playbook runs get (provision/runner/ansible.py sets it there too).
 os.environ["ANSIBLE_CONFIG"] = str(paths.ROOT / "ansible.cfg")
+os.environ["PROVISION_PROFILES_DIR"] = str(paths.PROFILES)  # playbooks/group_vars/all.yml reads the profiles there
 
 from ansible import constants as C  # noqa: E402
 from ansible._internal._datatag._tags import Origin  # noqa: E402

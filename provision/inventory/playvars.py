@@ -33,9 +33,9 @@ from provision import paths
 from provision.errors import InventoryError
 from provision.inventory import Problem, Vault
 
-PLAYBOOKS = paths.ROOT / "playbooks"
+PLAYBOOKS = paths.PLAYBOOKS
 SELECTORS = ("provision_profile", "provision_os")  # templated before facts() sees them
-ROLES = paths.ROOT / "roles"
+ROLES = paths.ROLES
 
 
 def role_defaults(roles: Sequence[str]) -> dict:

@@ -114,6 +114,7 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
     ``inventory`` goes as a list of absolute paths, which ansible-runner passes as one ``-i`` each.
     """
     envvars = {"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0", **HOST_KEY_ENV,
+               "PROVISION_PROFILES_DIR": str(paths.PROFILES),
                "ANSIBLE_SSH_CONTROL_PATH_DIR": control_path_dir(artifacts_dir),
                "PATH": f"{Path(paths.tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     sources = [inventory] if isinstance(inventory, (str, Path)) else list(inventory)
