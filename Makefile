@@ -42,7 +42,7 @@ if [ -n "$$missing" ]; then echo "apt-get install $$missing"; \
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 endef
 
-.PHONY: help setup sim-base provision install burnin sim-up sim-down sim-status lint unit test
+.PHONY: help setup sim-base provision install burnin sim-up sim-down sim-status lint unit test collection
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -94,3 +94,6 @@ test: sim-base lint ## Lint, then run the tests (unit and the simulated-rack int
 	$(call apt_install,$(TEST_APT_PACKAGES))
 	$(VENV)/bin/pytest -q -n $(UNIT_WORKERS) tests/unit $(PYTEST_ARGS)
 	$(VENV)/bin/pytest -q tests/integration $(PYTEST_ARGS)
+
+collection: setup ## Build the roles and playbooks as the Ansible collection provision.gpu (dist/provision-gpu-*.tar.gz)
+	$(VENV)/bin/ansible-galaxy collection build --force --output-path dist .
