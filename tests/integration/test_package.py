@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from provision import paths
-from tests.integration.conftest import own_rack
+from provision.sim import rack
 
 pytestmark = pytest.mark.integration
 
@@ -52,17 +52,20 @@ def test_the_installed_package_carries_its_content_and_no_simulator(installed):
     assert len(sim.stderr.strip().splitlines()) == 1
 
 
-def test_the_installed_package_installs_a_simulated_node(installed, tmp_path):
+def test_the_installed_package_installs_a_simulated_node(installed, eight_h100):
+    """On one node of the shared rack (installed from the checkout first; the wheel's install runs every role and
+    task on it again, with --limit), from a site folder whose inventory/ names the rack."""
     provision, work, env = installed
-    with own_rack(tmp_path / "rack", nodes=1) as inv:
-        (work / "inventory").mkdir(exist_ok=True)
-        (work / "inventory" / "rack").symlink_to(inv, target_is_directory=True)
-        proc = _run([str(provision), "install", "-i", "rack", "--run-id", "from-the-wheel"], cwd=work, env=env,
-                    timeout=1800)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-        run = work / "runs" / "from-the-wheel"
-        assert (run / "report.json").is_file()
-        # the tasks ran from the installed package's roles, none from the checkout's
-        events = "".join(p.read_text() for p in run.glob("ansible/artifacts/*/job_events/*.json"))
-        assert "site-packages/provision/_content/roles/nvidia_driver/tasks/" in events
-        assert f"{paths.ROOT}/roles/" not in events and f"{paths.ROOT}/playbooks/" not in events
+    node = rack.load_nodes(eight_h100)[0].name
+    (work / "inventory").mkdir(exist_ok=True)
+    if not (work / "inventory" / "rack").exists():
+        (work / "inventory" / "rack").symlink_to(eight_h100, target_is_directory=True)
+    proc = _run([str(provision), "install", "-i", "rack", "--limit", node, "--run-id", "from-the-wheel"], cwd=work,
+                env=env, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run = work / "runs" / "from-the-wheel"
+    assert (run / "report.json").is_file()
+    # the tasks ran from the installed package's roles, none from the checkout's
+    events = "".join(p.read_text() for p in run.glob("ansible/artifacts/*/job_events/*.json"))
+    assert "site-packages/provision/_content/roles/nvidia_driver/tasks/" in events
+    assert f"{paths.ROOT}/roles/" not in events and f"{paths.ROOT}/playbooks/" not in events
