@@ -13,8 +13,7 @@ from provision.checks.base import judge_outputs
 from provision.engine.jobs import target
 from provision.inventory import NVLINK_DOMAIN_VAR, Host
 from provision.sim import rack
-from tests.conftest import free_address_base
-from tests.integration.conftest import provision
+from tests.integration.conftest import own_rack, provision
 from tests.integration.test_mpi_rack import TOOLS, _run_on
 
 pytestmark = pytest.mark.integration
@@ -46,22 +45,17 @@ def _run(folder, nodes):
 
 
 def test_two_trays_pass_and_a_tray_with_an_untrained_fabric_fails_its_gpu(tmp_path):
-    up = provision("sim", "up", "--nodes", "2", "--profile", PROFILE, "--inventory", str(tmp_path),
-                   "--address-base", free_address_base(2))
-    try:
-        assert up.returncode == 0, up.stderr
-        nodes = rack.load_nodes(tmp_path)
+    with own_rack(tmp_path / "rack", nodes=2, profile=PROFILE) as folder:
+        nodes = rack.load_nodes(folder)
         _install_tool(nodes)
-        findings = _run(tmp_path, nodes)
+        findings = _run(folder, nodes)
         assert all(f.ok for f in findings), [f.describe() for f in findings if not f.ok]
         assert sorted(f.host for f in findings if f.metric == "mndiag_gpus") == sorted(n.name for n in nodes)
         assert findings[0].device == "mnubergemm on NVLink domain nvl72-a (2 trays)" and findings[0].value == "Pass"
 
         fault = provision("sim", "fault", nodes[1].name, "fabric_in_progress", "--device", "2",
-                          "--inventory", str(tmp_path))
+                          "--inventory", str(folder))
         assert fault.returncode == 0, fault.stderr
-        [failed] = [f for f in _run(tmp_path, nodes) if not f.ok]
+        [failed] = [f for f in _run(folder, nodes) if not f.ok]
         assert (failed.fault, failed.host, failed.device) == ("MNDIAG_GPU_FAILED", nodes[1].name, "GPU2")
         assert "NCCL Error" in failed.detail
-    finally:
-        provision("sim", "down", "--inventory", str(tmp_path))

@@ -14,8 +14,7 @@ from provision.checks.base import judge_outputs
 from provision.engine.jobs import target
 from provision.inventory import NVLINK_DOMAIN_VAR, Host
 from provision.sim import rack
-from tests.conftest import free_address_base
-from tests.integration.conftest import provision
+from tests.integration.conftest import own_rack, provision
 from tests.integration.test_mpi_rack import TOOLS, _run_on
 
 pytestmark = pytest.mark.integration
@@ -65,14 +64,11 @@ def _judge(nodes, text):
 
 
 def test_two_trays_over_mnnvl_pass_and_a_limited_fabric_fails_the_domain(tmp_path):
-    up = provision("sim", "up", "--nodes", "2", "--profile", PROFILE, "--inventory", str(tmp_path),
-                   "--address-base", free_address_base(2))
-    try:
-        assert up.returncode == 0, up.stderr
-        nodes = rack.load_nodes(tmp_path)
+    with own_rack(tmp_path / "rack", nodes=2, profile=PROFILE) as folder:
+        nodes = rack.load_nodes(folder)
         _install_tool(nodes)
         step = _step(nodes)
-        status, text = _run_on(tmp_path, nodes[0].name, " ".join(step.argv))
+        status, text = _run_on(folder, nodes[0].name, " ".join(step.argv))
         assert status == 0, text[-3000:]
         findings = _judge(nodes, text)
         assert all(f.ok for f in findings), [f.describe() for f in findings if not f.ok]
@@ -80,9 +76,9 @@ def test_two_trays_over_mnnvl_pass_and_a_limited_fabric_fails_the_domain(tmp_pat
         assert abs(_busbw(text) - healthy) <= healthy * 0.03 and healthy > 800  # NVLink5's figure, not the HCAs'
 
         fault = provision("sim", "fault", nodes[1].name, "fabric_limited", "--device", "1",
-                          "--inventory", str(tmp_path))
+                          "--inventory", str(folder))
         assert fault.returncode == 0, fault.stderr
-        status, text = _run_on(tmp_path, nodes[0].name, " ".join(step.argv))
+        status, text = _run_on(folder, nodes[0].name, " ".join(step.argv))
         assert status == 0, text[-3000:]
         findings = _judge(nodes, text)
         assert abs(_busbw(text) - healthy * 16 / 18) <= healthy * 0.03  # one switch tray's links of 18 lost
@@ -90,5 +86,3 @@ def test_two_trays_over_mnnvl_pass_and_a_limited_fabric_fails_the_domain(tmp_pat
         assert slow.fault == "NVLINK_DOMAIN_SLOW" and slow.device.startswith("NVLink domain nvl72-a (2 trays")
         model = yaml.safe_load((nodes[1].root() / "etc/provision-sim/hardware.yaml").read_text())
         assert model["gpus"][1]["fabric"]["health"]["summary"] == "Limited Capacity"
-    finally:
-        provision("sim", "down", "--inventory", str(tmp_path))
