@@ -110,6 +110,17 @@ def test_the_command_forces_mnnvl_and_turns_ib_off():
     assert [(s.key, s.on, s.parser) for s in steps] == [("t1", 0, "nvidia-smi-qx"), ("t2", 1, "nvidia-smi-qx")]
 
 
+
+def test_the_ib_all_reduce_turns_mnnvl_off_only_where_there_is_a_domain():
+    """nccl_cluster's ring must cross the HCAs: on an NVLink-domain platform NCCL would carry the trays' traffic over
+    NVLink, so every rank gets NCCL_MNNVL_ENABLE=0 there, and nowhere else."""
+    check = DATA["nccl_cluster"]
+    exported = {}
+    for name in (GB200, "h100-sxm5-80g-ndr"):
+        [step] = check.steps(profiles.load(name), target(check, (tray("t1", "a", name), tray("t2", "a", name))))
+        exported[name] = [step.argv[i + 1] for i, a in enumerate(step.argv) if a == "-x"]
+    assert exported == {GB200: ["NCCL_MNNVL_ENABLE=0"], "h100-sxm5-80g-ndr": []}
+
 def test_a_slow_domain_fails_naming_it(tmp_path):
     profile = profiles.load(GB200)
     text = (DATA_DIR / "sim_gb200_2trays_limited_capacity.txt").read_text()
