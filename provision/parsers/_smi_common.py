@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from provision.parsers._util import non_negative, num, temperature, yes_no
+from provision.parsers._util import is_digits, non_negative, num, temperature, to_int, yes_no
 
 Getter = Callable[..., "str | None"]
 number = num
@@ -159,12 +159,13 @@ def is_lost_text(text: str | None) -> bool:
 
 def fabric(get: Getter, base: str, paths: dict, present: bool) -> dict | None:
     """The GPU's fabric block (state, status, clique id as an int, cluster UUID and health as
-    printed; N/A is None), or None where the GPU prints no fabric block."""
+    printed; N/A is None), or None where the GPU prints no fabric block. ParseError for a clique
+    id over ``MAX_NUMBER_CHARS`` digits."""
     if not present:
         return None
     record: dict = {key: _printed(get(base, *path)) for key, path in paths.items()}
     clique = record["clique_id"]
-    record["clique_id"] = int(clique) if clique is not None and clique.isdigit() else None
+    record["clique_id"] = to_int(clique, "clique id") if clique is not None and is_digits(clique) else None
     return record
 
 

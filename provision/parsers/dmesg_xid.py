@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from provision.parsers._util import lines, refuse, require_text, to_int
+from provision.parsers._util import is_digits, lines, refuse, require_text, to_int
 
 TOOL = "dmesg-xid"
 TOOLS = (TOOL,)
@@ -70,7 +70,7 @@ def _xid(match: re.Match, row: str) -> dict:
     pid, name = (prefix.group(1), prefix.group(2)) if prefix else (None, None)
     return {"xid": to_int(match.group(2), "Xid"), "pci": match.group(1),
             "message": rest[prefix.end():] if prefix else rest, "timestamp": stamp or None,
-            "pid": int(pid) if pid and pid.isdigit() else None,
+            "pid": to_int(pid, "pid") if pid and is_digits(pid) else None,
             "process": name.strip() if name and name.strip() not in ("", "<unknown>") else None}
 
 

@@ -6,7 +6,8 @@ named ``mlx5_N`` directly in the header), the 450+ layout ("NUMA Affinity"), and
 the 530+ layout (``NICn`` columns, "GPU NUMA ID" column, "NIC Legend:" block).
 Cells ("X", "NV12", "SYS", "PIX", ...) are kept as printed; "N/A" affinity is None.
 
-Raises ParseError when no header row starting with "GPU0" is present.
+Raises ParseError when no header row starting with "GPU0" is present, or when a header column
+starting with "GPU" is not ``GPU<index>`` (an index of at most 4 digits; a node has 8, a rack 72).
 ``complete`` is false when fewer matrix rows than matrix columns were read.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ TOOL = "nvidia-smi-topo"
 TOOLS = (TOOL,)
 _AFFINITY = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity",
              "GPU NUMA ID": "gpu_numa_id"}
+_GPU = re.compile(r"GPU\d{1,4}")
 _LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
 
@@ -52,6 +54,9 @@ def _header(row: str) -> tuple[list[str], list[str]]:
     """Matrix column names and the affinity column keys, in order."""
     names = [n.strip() for n in re.split(r"\t|\s{2,}", row.strip()) if n.strip()]
     columns = [n for n in names if n not in _AFFINITY]
+    bad = next((n for n in columns if n.startswith("GPU") and not _GPU.fullmatch(n)), None)
+    if bad is not None:
+        raise refuse("nvidia-smi topo -m", f"header column {bad[:40]!r} is not GPU<index>")
     extra = [_AFFINITY[n] for n in names if n in _AFFINITY]
     return columns, extra
 
