@@ -15,10 +15,10 @@ from pathlib import Path
 from provision import external
 from provision.errors import RunnerError
 
-BASE_VERSION = "bookworm-v5"
+BASE_VERSION = "bookworm-v6"
 INCLUDE = [
-    "openssh-server", "python3", "python3-apt", "python3-venv", "python3-pip", "python3-yaml",
-    "tini", "iproute2", "procps", "ca-certificates", "sudo", "kmod", "pciutils", "util-linux",
+    "systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "python3-apt", "python3-venv", "python3-pip",
+    "python3-yaml", "iproute2", "procps", "ca-certificates", "sudo", "kmod", "pciutils", "util-linux",
     "init-system-helpers", "sysvinit-utils", "gpgv", "lsb-release", "gnupg",
 ]
 # Installed with apt inside the new root (debootstrap does not resolve alternatives such as
@@ -29,6 +29,15 @@ INCLUDE = [
 EXTRA = ["dkms", "make", "g++", "cmake", "libopenmpi-dev", "openmpi-bin", "libboost-program-options-dev",
          "dnf", "python3-dnf", "dnf-plugins-core", "rpm", "python3-mpi4py"]
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+# Units a node's systemd does not run: a container has no console to start gettys on (systemd's
+# CONTAINER_INTERFACE) and no hardware for udev's units to manage; the periodic jobs would only add load.
+# D-Bus and logind run, as on a server: `shutdown -r` (Ansible's reboot module) asks logind over D-Bus.
+MASKED = ["getty.target", "console-getty.service", "systemd-udevd.service",
+          "systemd-udev-trigger.service", "systemd-udev-settle.service", "apt-daily.timer",
+          "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer"]
+# The journal in memory, small: a rack of nodes each writing a persistent journal to disk costs I/O
+# and space for logs nobody reads (journald.conf(5): Storage=volatile, RuntimeMaxUse=).
+JOURNALD = "[Journal]\nStorage=volatile\nRuntimeMaxUse=8M\n"
 
 
 def cache_dir() -> Path:
@@ -107,5 +116,13 @@ def _finish(root: Path) -> None:
     )
     pipconf = root / "etc/pip.conf"
     pipconf.write_text("[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n")
-    (root / "run/sshd").mkdir(parents=True, exist_ok=True)
+    for unit in MASKED:
+        (root / "etc/systemd/system" / unit).unlink(missing_ok=True)
+        (root / "etc/systemd/system" / unit).symlink_to("/dev/null")
+    (root / "etc/systemd/journald.conf.d").mkdir(parents=True, exist_ok=True)
+    (root / "etc/systemd/journald.conf.d/provision-sim.conf").write_text(JOURNALD)
+    (root / "etc/machine-id").write_text("")  # each node's systemd makes its own at boot (machine-id(5))
+    external.run(["chroot", str(root), "systemctl", "enable", "ssh.service"], capture_output=True, check=True)
+    external.run(["chroot", str(root), "systemctl", "set-default", "multi-user.target"], capture_output=True,
+                 check=True)
     (root / ".provision-base-ok").write_text(BASE_VERSION + "\n")

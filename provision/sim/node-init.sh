@@ -1,13 +1,17 @@
 #!/bin/sh
-# PID 1 of one simulated node, run under `unshare --mount --uts --ipc --pid --fork`.
-# Mounts the node's overlay root, its own proc, a read-only sysfs, a private /dev and /run,
-# sets the hostname, pivots into the overlay and becomes tini -> sshd.
+# PID 1 of one simulated node, run by node-boot.sh under `unshare --mount --uts --ipc --pid --cgroup --fork`.
+# Mounts the node's overlay root, its own proc, a read-only sysfs, its cgroup (v2) tree, a private /dev
+# and /run, writes the boot's id, sets the hostname, pivots into the overlay and boots systemd, which
+# starts sshd and the node's enabled units as on every real target.
 # Usage: node-init.sh LOWER UPPER WORK MERGED HOSTNAME
 set -eu
 lower=$1 upper=$2 work=$3 merged=$4 name=$5
 mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$merged"
 mount -t proc proc "$merged/proc"
-mount -t sysfs -o ro sysfs "$merged/sys" || true   # sysfs may be refused without a net namespace; nothing reads it
+mount -t sysfs -o ro sysfs "$merged/sys" || true   # sysfs may be refused without a net namespace
+# systemd needs a cgroup tree: the v2 hierarchy, whose root is this node's own cgroup (cgroup namespace).
+mkdir -p "$merged/sys/fs/cgroup" 2>/dev/null || true
+mount -t cgroup2 -o nsdelegate cgroup2 "$merged/sys/fs/cgroup"
 mount -t tmpfs -o mode=755,size=16m tmpfs "$merged/dev"
 for dev in null zero full random urandom tty; do
   touch "$merged/dev/$dev"
@@ -18,8 +22,21 @@ mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$merged/dev/pts"
 ln -s pts/ptmx "$merged/dev/ptmx"
 ln -s /proc/self/fd "$merged/dev/fd"
 mount -t tmpfs -o mode=1777 tmpfs "$merged/dev/shm"
+# The simulated nvidia module "loads" at boot (the kernel is shared, nothing loads): with the option
+# NVreg_CreateImexChannel0=1 in modprobe.d it makes IMEX channel 0, of the major its /proc/devices view lists
+# (NVIDIA IMEX guide, "IMEX Channels"; rack.py SIM_PROC_DEVICES). Without it, no channel survives a reboot.
+if grep -qs "NVreg_CreateImexChannel0=1" "$merged"/etc/modprobe.d/*.conf; then
+  major=$(awk '$2 == "nvidia-caps-imex-channels" {print $1}' "$merged/var/lib/provision-sim/proc/devices" 2>/dev/null)
+  if [ -n "$major" ]; then
+    mkdir -p "$merged/dev/nvidia-caps-imex-channels"
+    mknod -m 666 "$merged/dev/nvidia-caps-imex-channels/channel0" c "$major" 0
+  fi
+fi
 mount -t tmpfs -o mode=755 tmpfs "$merged/run"
-mkdir -p "$merged/run/sshd" "$merged/run/lock"
+mkdir -p "$merged/run/lock" "$merged/run/provision-sim"
+# The boot's id: the kernel's own (/proc/sys/kernel/random/boot_id) is this machine's, the same for every
+# node and every reboot; Ansible's reboot module reads this one (site.yml: nvidia_driver_boot_time_command).
+cat /proc/sys/kernel/random/uuid > "$merged/run/provision-sim/boot_id"
 hostname "$name"
 cd "$merged"
 mkdir -p .oldroot
@@ -27,4 +44,7 @@ pivot_root . .oldroot
 cd /
 umount -l /.oldroot
 rmdir /.oldroot
-exec /usr/bin/tini -s -- /usr/sbin/sshd -D -e
+# `container` tells systemd it runs in a container (systemd's CONTAINER_INTERFACE: no udev, no
+# hardware units); stdin from /dev/null, its log to the journal and this node's log file.
+export container=provision-sim
+exec /lib/systemd/systemd --log-target=journal-or-kmsg </dev/null

@@ -1,13 +1,15 @@
 """Start, stop and describe the simulated rack.
 
-Each node is a namespace set (mount, UTS, IPC, PID) over an overlay of the shared base
-root, running its own sshd on its own loopback address (``provision/sim/README.md``).
+Each node is a namespace set (mount, UTS, IPC, PID, cgroup) over an overlay of the shared base
+root that boots systemd, which runs its own sshd on its own loopback address and the node's units;
+a supervisor boots it again when it reboots (``provision/sim/README.md``).
 The rack's state lives outside its inventory folder (``state.py``); ``sim up`` writes only
 ``<inventory>/hosts.yml`` there, so that the rack is an ordinary Ansible inventory with host key
 checking on.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import ipaddress
@@ -18,7 +20,6 @@ import signal
 import socket
 import subprocess
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,14 +31,17 @@ from provision.errors import ProvisionError, RunnerError
 from provision.sim import synth
 from provision.fabric.model import width_speed_for
 from provision.sim import base as sim_base
-from provision.sim import hwmodel, keys, osflavor, repo, rpmrepo, snapshot, state
+from provision.sim import cgroups, hwmodel, keys, osflavor, repo, rpmrepo, snapshot, state
 
 INIT_SCRIPT = Path(__file__).with_name("node-init.sh")
+BOOT_SCRIPT = Path(__file__).with_name("node-boot.sh")  # the node's supervisor, which reboots it
 TOOLS_DIR = Path(__file__).with_name("tools")
 DEFAULT_ADDRESS_BASE = "127.0.1.10"
 DEFAULT_OS = "debian12"
 SITE_VARS = Path(__file__).with_name("site.yml")  # the rack's settings, copied into its hosts.yml
-SSH_READY_TIMEOUT_S = 15.0
+# sshd answers once the node's systemd has booted to it: about 1 s on a quiet machine; the bound only
+# catches a node that does not boot (8 nodes booting at once at load 8 on 2 cores took up to 9 s).
+SSH_READY_TIMEOUT_S = 90.0
 # Nodes prepared and started at once: writing a node's files and starting its namespaces waits on
 # the disk and on unshare/sshd, not on this process, so a few threads overlap those waits
 # (bench: `time provision sim up --nodes 128`, README "Scale").
@@ -58,22 +62,39 @@ MPI_PARAMS = "etc/openmpi/openmpi-mca-params.conf"
 
 @dataclass(frozen=True)
 class SimNode:
-    """One running simulated node: ``pid`` is its PID 1 as seen from this machine."""
+    """One running simulated node. ``supervisor`` is the PID (on this machine) of its node-boot.sh,
+    which outlives the node's reboots; ``cgroup`` its cgroup v2 folder; ``pid`` its PID 1 of the
+    current boot (systemd), or 0 while it reboots or after it stopped."""
 
     name: str
     address: str
-    pid: int
+    supervisor: int
+    cgroup: str = ""
+
+    @property
+    def pid(self) -> int:
+        unshare = _children(self.supervisor)
+        return next((p for u in unshare for p in _children(u)), 0)
 
     def alive(self) -> bool:
+        """The supervisor runs (the node is up, or booting again after a reboot); a zombie not yet
+        reaped by the process that started it (``sim up`` in this process) is not running."""
         try:
-            os.kill(self.pid, 0)
-        except OSError:
+            state = Path(f"/proc/{self.supervisor}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
             return False
-        return True
+        return state not in ("Z", "X")
 
     def root(self) -> Path:
         """The node's root filesystem, reached through its PID 1."""
         return Path(f"/proc/{self.pid}/root")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def state_dir(inventory_dir: Path) -> Path:
@@ -92,7 +113,7 @@ def _read_nodes(sdir: Path) -> list[SimNode]:
         return []
     try:
         data = json.loads(path.read_text())
-        return [SimNode(n["name"], n["address"], int(n["pid"])) for n in data["nodes"]]
+        return [SimNode(n["name"], n["address"], int(n["supervisor"]), str(n["cgroup"])) for n in data["nodes"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise ProvisionError(f"{path}: corrupt rack state ({type(exc).__name__}); stop the nodes by hand "
                              f"and delete {sdir}") from None
@@ -143,6 +164,7 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         (sdir / FABRIC_FILE).write_text(world_text)
         (sdir / f"{FABRIC_FILE}.healthy").write_text(world_text)
     _write_cluster_ssh(sdir, names, addresses)
+    cgroup_dir = cgroups.rack_folder(sdir)
 
     def start(index: int) -> tuple[str, SimNode]:
         name, address, node_dir = names[index], addresses[index], sdir / "nodes" / names[index]
@@ -150,14 +172,15 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         if world:  # one file for the rack: every writer (sim up, faults) writes the same fabric to all nodes
             _link(sdir / FABRIC_FILE, node_dir / "upper/etc/provision-sim/fabric.yaml")
         osflavor.apply(node_dir / "upper", plan[index], repo_url, os_rpm)
-        return f"{name},{address} {host_pub.rsplit(' ', 1)[0]}", _start(node_dir, lower, name, address,
-                                                                        sdir / "logs" / f"{name}.log")
+        return f"{name},{address} {host_pub.rsplit(' ', 1)[0]}", _start(
+            node_dir, lower, name, address, sdir / "logs" / f"{name}.log", cgroup_dir / name)
 
     known, started = _start_all(start, nodes)
     (sdir / "known_hosts").write_text("\n".join(known) + "\n")
     (sdir / "rack.json").write_text(json.dumps(
         {"inventory": str(inventory_dir.resolve()), "profile": profile.name, "repo_url": repo_url,
-         "nodes": [{"name": n.name, "address": n.address, "pid": n.pid, "os": o} for n, o in zip(started, plan)]},
+         "nodes": [{"name": n.name, "address": n.address, "supervisor": n.supervisor, "cgroup": n.cgroup, "os": o}
+                   for n, o in zip(started, plan)]},
         indent=1))
     with ThreadPoolExecutor(START_WORKERS) as pool:
         list(pool.map(_wait_ssh, started))
@@ -259,23 +282,30 @@ def _stop(sdir: Path) -> int:
 
 
 def _kill(nodes: list[SimNode]) -> None:
-    """SIGTERM to each node's PID 1; SIGKILL to those still alive 10 s later."""
+    """Stop each node at once (its disks are disposable, as a power cut leaves them): SIGKILL to the
+    supervisor's process group (node-boot.sh and its ``unshare``, whose ``--kill-child`` then kills the
+    node's PID 1 and so its whole PID namespace), then every process left in the node's cgroup
+    (``cgroup.kill``, Linux 5.14), then its cgroup folders."""
     for node in nodes:
         if node.alive():
-            os.kill(node.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(node.supervisor, signal.SIGKILL)
+    for node in nodes:
+        if node.cgroup:
+            cgroups.kill(Path(node.cgroup))
     deadline = time.monotonic() + 10
     while any(n.alive() for n in nodes) and time.monotonic() < deadline:
         time.sleep(0.1)
     for node in nodes:
-        if node.alive():
-            os.kill(node.pid, signal.SIGKILL)
+        if node.cgroup:
+            cgroups.remove(Path(node.cgroup))
 
 
 def status(inventory_dir: Path) -> list[dict]:
     """One row per node: name, address, pid, running, ssh port open."""
     rows = []
     for node in load_nodes(inventory_dir):
-        rows.append({"name": node.name, "address": node.address, "pid": node.pid,
+        rows.append({"name": node.name, "address": node.address, "pid": node.pid, "supervisor": node.supervisor,
                      "running": node.alive(), "ssh": _port_open(node.address)})
     return rows
 
@@ -414,13 +444,6 @@ def _install_hardware_tools(upper: Path) -> None:
             shutil.copy(module, lib / module.name)
     bindir = upper / "usr/local/bin"
     bindir.mkdir(parents=True, exist_ok=True)
-    for tool, path in repo.NODE_TOOLS.items():
-        (upper / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(TOOLS_DIR / f"{tool}.py", upper / path.lstrip("/"))
-        (upper / path.lstrip("/")).chmod(0o755)
-    boot_id = upper / "var/lib/provision-sim/boot_id"
-    boot_id.parent.mkdir(parents=True, exist_ok=True)
-    boot_id.write_text(str(uuid.uuid4()) + "\n")
     for tool, command in repo.HARDWARE_TOOLS.items():
         src = TOOLS_DIR / f"{tool}.py"
         if src.is_file():
@@ -439,24 +462,28 @@ def _tool_module(name: str):
     return module
 
 
-def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path) -> SimNode:
+def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path, cgroup: Path,
+           prefix: tuple[str, ...] = ()) -> SimNode:
+    """Boot one node under its supervisor (node-boot.sh) in ``cgroup``; ``prefix`` runs the supervisor
+    (e.g. ``nsenter --net=...``). Returns once its PID 1 exists. Raises RunnerError."""
     for sub in ("upper", "work", "merged"):
         (node_dir / sub).mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--propagation", "private",
-            "/bin/sh", str(INIT_SCRIPT), str(lower), str(node_dir / "upper"), str(node_dir / "work"),
-            str(node_dir / "merged"), name]
+    cgroup.mkdir(parents=True, exist_ok=True)
+    argv = [*prefix, "/bin/sh", str(BOOT_SCRIPT), str(cgroup), str(INIT_SCRIPT), str(lower), str(node_dir / "upper"),
+            str(node_dir / "work"), str(node_dir / "merged"), name]
     with open(log_path, "ab") as out:
         proc = external.popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+    node = SimNode(name, address, proc.pid, str(cgroup))
     try:
-        pid1 = _child_pid(proc.pid)
+        _child_pid(_child_pid(proc.pid))
     except RunnerError:
         # not registered in the rack, so `sim down` would never stop it: its sshd kept the address
         # and the next rack on it was refused ("something already listens")
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill([node])
         proc.wait()
         raise
-    return SimNode(name, address, pid1)
+    return node
 
 
 def _child_pid(parent: int, timeout_s: float = 60.0) -> int:

@@ -33,8 +33,6 @@ HERE = Path(__file__).parent
 # Hardware and kernel views, copied straight into each node (not packaged): tool -> command.
 # fio stands for the node's storage path (the checkpoint store and its bond), which is simulated too.
 HARDWARE_TOOLS = {"dmesg": "dmesg", "lspci": "lspci", "fio": "fio"}
-# Node-level stand-ins that are not hardware: tool -> its path in the node.
-NODE_TOOLS = {"provision_sim_reboot": "/usr/local/sbin/provision-sim-reboot"}
 # A shipped command -> the simulated tool that stands for it ("daemon": a do-nothing service).
 SIM_TOOLS = {"nvidia-smi": "nvidia_smi", "nvcc": "nvcc", "dcgmi": "dcgmi", "ib_write_bw": "ib_write_bw",
              "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo", "ibnetdiscover": "ibnetdiscover",
@@ -100,9 +98,7 @@ def package_tree(snap: snapshot.Snapshot, pkg: snapshot.Package, root: Path) -> 
         if shipped.endswith(".service"):
             service = name.removesuffix(".service")
             daemon = _daemon_path(snap, service)
-            _render(root / shipped.lstrip("/"), "unit.service.j2", 0o644, service=service, daemon=daemon)
-            # Simulated nodes have no systemd: the same service as a SysV script for `service`.
-            _render(root / "etc/init.d" / service, "init.d.j2", 0o755, service=service, daemon=daemon,
+            _render(root / shipped.lstrip("/"), "unit.service.j2", 0o644, service=service, daemon=daemon,
                     companions=SERVICE_COMPANIONS.get(service, ()))
         elif name in SIM_TOOLS:
             _copy_tool(SIM_TOOLS[name], root / shipped.lstrip("/"))

@@ -3,7 +3,7 @@
 Every simulated node shares this machine's network, and every loopback connection comes from
 127.0.0.1, so no sshd can tell a bastion from the controller by address. ``Netns`` is a network
 namespace with only its own loopback; ``move_into`` restarts rack nodes inside it (same overlay
-state, same host keys; rack.json records their new PID 1 so `sim down` stops them); ``Forward``
+state, same host keys; rack.json records their new supervisor so `sim down` stops them); ``Forward``
 is the network's edge: it accepts on this machine's ``address:22`` and connects to the same
 address inside the namespace (the one way in, as a site's firewall forwards to its bastion).
 Only 127.0.0.0/8 is used, on both sides.
@@ -14,7 +14,6 @@ import contextlib
 import ctypes
 import json
 import os
-import signal
 import socket
 import subprocess
 import threading
@@ -73,32 +72,19 @@ def move_into(inventory_dir: Path, names: list[str], netns: Netns) -> None:
     for entry in data["nodes"]:
         if entry["name"] not in names:
             continue
-        _stop(entry["pid"])
+        old = rack.SimNode(entry["name"], entry["address"], int(entry["supervisor"]), entry["cgroup"])
+        rack._kill([old])
         node_dir = sdir / "nodes" / entry["name"]
-        argv = ["nsenter", f"--net={netns.path}", "unshare", "--mount", "--uts", "--ipc", "--pid", "--fork",
-                "--propagation", "private", "/bin/sh", str(rack.INIT_SCRIPT), str(lower), str(node_dir / "upper"),
-                str(node_dir / "work"), str(node_dir / "merged"), entry["name"]]
-        with open(sdir / "logs" / f"{entry['name']}.log", "ab") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
-        entry["pid"] = rack._child_pid(proc.pid)
+        node = rack._start(node_dir, lower, entry["name"], entry["address"], sdir / "logs" / f"{entry['name']}.log",
+                           Path(entry["cgroup"]), prefix=("nsenter", f"--net={netns.path}"))
+        entry["supervisor"] = node.supervisor
     (sdir / "rack.json").write_text(json.dumps(data, indent=1))
     for entry in data["nodes"]:
         if entry["name"] in names:
             _wait(lambda a=entry["address"]: netns.connect(a, timeout_s=0.5).close())
 
 
-def _stop(pid: int) -> None:
-    node = rack.SimNode("", "", pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while node.alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if node.alive():
-        os.kill(pid, signal.SIGKILL)
-
-
-def _wait(attempt, timeout_s: float = 15.0) -> None:
+def _wait(attempt, timeout_s: float = rack.SSH_READY_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         try:

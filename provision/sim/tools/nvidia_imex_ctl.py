@@ -31,7 +31,7 @@ LEGEND = ("Connectivity Table Legend:\n"
           "!V! - Version mismatch, communication disabled.\n"
           "!M! - Node map mismatch, communication disabled.\n"
           "C - Connected - Ready for operation\n")
-IMEX_PID = "/run/nvidia-imex/nvidia-imex.pid"  # the simulated service's pid file (templates/init.d.j2)
+IMEX_PID = "/run/nvidia-imex/nvidia-imex.pid"  # the simulated daemon's pid file (tools/daemon.py)
 NODES_CONFIG = "/etc/nvidia-imex/nodes_config.cfg"  # IMEX guide: one address per line
 TIMESTAMP = "12/2/2026 20:00:00.000"  # fixed: captures are remade byte for byte
 # The JSON word of a connection: CONNECTED is the word NVIDIA/DCGM's sample shows; the others are this

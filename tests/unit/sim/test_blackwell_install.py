@@ -4,6 +4,7 @@ the nvidia module's character devices the IMEX role reads channel 0's major from
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -22,42 +23,52 @@ def test_nvlsm_ships_its_daemon_at_nvidias_path_and_no_unit():
         assert any("nvlsm.spec" in s for s in pkg.sources), target
 
 
-def _service_script(tmp_path: Path) -> Path:
+def _unit(tmp_path: Path, name: str = "nvidia-fabricmanager", version: str | None = "580.105.08-1") -> str:
     snap = snapshot.load("debian12")
-    root = repo.package_tree(snap, snap.package("nvidia-fabricmanager", "580.105.08-1"), tmp_path / "fm")
-    return root / "etc/init.d/nvidia-fabricmanager"
+    pkg = snap.package(name, version) if version else snap.package(name)
+    root = repo.package_tree(snap, pkg, tmp_path / name)
+    assert not (root / "etc/init.d").exists()  # the nodes boot systemd: units only, as NVIDIA's packages ship
+    return next(root.glob(f"**/systemd/system/{name}.service")).read_text()
 
 
-def test_fabric_managers_service_starts_and_stops_nvlsm_where_installed(tmp_path):
-    script = _service_script(tmp_path).read_text()
-    assert "[ -x /opt/nvidia/nvlsm/sbin/nvlsm ]" in script
-    start, stop = script.index("start)"), script.index("stop)")
-    assert start < script.index("--pidfile /run/nvlsm/nvlsm.pid --exec /opt/nvidia/nvlsm/sbin/nvlsm") < stop
-    assert script.index("--stop --quiet --pidfile /run/nvlsm/nvlsm.pid") > stop
-    imex = repo.package_tree(snapshot.load("debian12"), snapshot.load("debian12").package("nvidia-imex"),
-                             tmp_path / "imex")
-    assert "nvlsm" not in (imex / "etc/init.d/nvidia-imex").read_text()
+def _exec_start(unit: str) -> str:
+    line = next(row for row in unit.splitlines() if row.startswith("ExecStart="))
+    return line.removeprefix("ExecStart=")
 
 
-def test_the_service_script_runs_nvlsm_beside_fabric_manager(tmp_path):
-    """The rendered script, run for real with its paths moved under tmp_path: both daemons start, both stop."""
-    daemon = tmp_path / "daemon"
-    daemon.write_text("#!/bin/sh\nexec sleep 300\n")
+def test_fabric_managers_unit_starts_nvlsm_where_installed(tmp_path):
+    start = _exec_start(_unit(tmp_path))
+    assert "if [ -x /opt/nvidia/nvlsm/sbin/nvlsm ]; then /opt/nvidia/nvlsm/sbin/nvlsm nvlsm & fi" in start
+    assert start.endswith("exec /usr/bin/nv-fabricmanager nvidia-fabricmanager'")
+    assert "nvlsm" not in _unit(tmp_path, "nvidia-imex", None)
+
+
+def test_the_units_command_runs_nvlsm_beside_fabric_manager(tmp_path):
+    """The unit's ExecStart, run for real with the daemons' paths moved under tmp_path: both daemons start and
+    keep their pid files; stopping the unit's processes (as systemd stops its cgroup) removes them."""
+    daemon = tmp_path / "daemon.py"
+    daemon.write_text((Path(repo.HERE) / "tools/daemon.py").read_text())
     daemon.chmod(0o755)
-    script = _service_script(tmp_path).read_text()
-    script = script.replace("/run/", f"{tmp_path}/run/").replace("/opt/nvidia/nvlsm/sbin/nvlsm", str(daemon))
-    script = script.replace("DAEMON=/usr/bin/nv-fabricmanager", f"DAEMON={daemon}")
-    path = tmp_path / "fm.sh"
-    path.write_text(script)
-    path.chmod(0o755)
-    subprocess.run([str(path), "start"], check=True, timeout=30)
+    command = _exec_start(_unit(tmp_path)).replace("/opt/nvidia/nvlsm/sbin/nvlsm", str(daemon))
+    command = command.replace("/usr/bin/nv-fabricmanager", str(daemon))
+    argv = ["/bin/sh", "-c", command.removeprefix("/bin/sh -c '").removesuffix("'")]
+    proc = subprocess.Popen(argv, env={**os.environ, "PROVISION_SIM_RUN_DIR": str(tmp_path / "run")},
+                            start_new_session=True)
+    files = [tmp_path / f"run/{n}/{n}.pid" for n in ("nvidia-fabricmanager", "nvlsm")]
     try:
-        time.sleep(0.3)
-        pids = [int((tmp_path / f"run/{n}/{n}.pid").read_text()) for n in ("nvidia-fabricmanager", "nvlsm")]
+        deadline = time.monotonic() + 30
+        while not all(f.is_file() and f.read_text().strip() for f in files) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [int(f.read_text()) for f in files]
         assert all(os.path.exists(f"/proc/{p}") for p in pids)
+        assert proc.pid == pids[0]  # `exec`: the unit's main process is Fabric Manager itself
     finally:
-        subprocess.run([str(path), "stop"], check=True, timeout=30)
-    assert not (tmp_path / "run/nvlsm/nvlsm.pid").exists()
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while any(f.exists() for f in files) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(f.exists() for f in files)
 
 
 def test_gpu_reset_prints_each_gpu_and_all_done(sim):
@@ -100,15 +111,3 @@ def test_a_gpu_node_lists_the_imex_channel_device_where_the_site_points_the_role
     assert not (bare / rack.SIM_PROC_DEVICES.lstrip("/")).exists()
 
 
-def test_status_prints_a_line_so_that_service_status_all_counts_it(tmp_path):
-    """Debian's `service --status-all` ([ + ] only for exit 0 with output) is what service_facts reads here."""
-    script = _service_script(tmp_path).read_text().replace("/run/", f"{tmp_path}/run/")
-    path = tmp_path / "fm.sh"
-    path.write_text(script)
-    path.chmod(0o755)
-    stopped = subprocess.run([str(path), "status"], capture_output=True, text=True, timeout=30, check=False)
-    assert stopped.returncode != 0 and stopped.stdout == "nvidia-fabricmanager is not running\n"
-    (tmp_path / "run/nvidia-fabricmanager").mkdir(parents=True)
-    (tmp_path / "run/nvidia-fabricmanager/nvidia-fabricmanager.pid").write_text(f"{os.getpid()}\n")
-    running = subprocess.run([str(path), "status"], capture_output=True, text=True, timeout=30, check=False)
-    assert running.returncode == 0 and running.stdout == "nvidia-fabricmanager is running\n"

@@ -22,7 +22,8 @@ def test_a_node_whose_pid1_never_came_is_killed_with_its_children(tmp_path, monk
     monkeypatch.setattr(rack.external, "popen", popen)
     monkeypatch.setattr(rack, "_child_pid", no_child)
     with pytest.raises(RunnerError, match="made no child"):
-        rack._start(tmp_path / "node1", tmp_path / "lower", "node1", "127.0.0.2", tmp_path / "log")
+        rack._start(tmp_path / "node1", tmp_path / "lower", "node1", "127.0.0.2", tmp_path / "log",
+                    tmp_path / "cgroup")
     [proc] = started
     assert proc.returncode is not None  # reaped
     assert _living(proc.pid) == []  # nothing of its process group runs (a zombie awaiting init is dead)

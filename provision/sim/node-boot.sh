@@ -1,0 +1,21 @@
+#!/bin/sh
+# The supervisor of one simulated node: the node's PID 1 runs under it, and it boots the node again
+# when the node reboots, as a machine's firmware would.
+# A PID namespace's init that calls reboot(2) is killed by SIGHUP (RESTART) or SIGINT (POWER_OFF,
+# HALT) (pid_namespaces(7), "reboot(2) and PID namespaces"); `unshare --fork` then kills itself with
+# the same signal, so the shell sees 128+1 for a reboot and ends the loop on anything else.
+# The node runs in its own cgroup (CGROUP, a folder of the cgroup v2 hierarchy) with a cgroup
+# namespace, so its systemd sees that cgroup as its root and keeps its slices inside it.
+# Only builtins run before unshare, so that the shell's one child is unshare (rack.py finds the node's
+# PID 1 as that child's child).
+# Usage: node-boot.sh CGROUP INIT_SCRIPT LOWER UPPER WORK MERGED HOSTNAME (CGROUP exists)
+set -u
+cgroup=$1 init=$2
+shift 2
+echo $$ > "$cgroup/cgroup.procs"
+while :; do
+  unshare --mount --uts --ipc --pid --cgroup --fork --kill-child --propagation private /bin/sh "$init" "$@"
+  rc=$?
+  [ "$rc" -eq 129 ] || exit "$rc"
+  echo "node-boot: $5 rebooted; booting it again"
+done
