@@ -12,8 +12,9 @@ errors.
 
 Also per size: the controller's cost, from ``wait4(2)``'s rusage of the ``provision burnin`` process (this
 bench's child; it starts no processes of its own): CPU seconds (user + system) per node and peak RSS; the
-rack's memory, the PSS of every process of each node (tini, sshd) from ``/proc/PID/smaps_rollup``, per
-node; ``sim up``'s wall time; and the load average (the machine may be shared) before and after.
+rack's memory, the PSS of every process of each node (systemd, journald, dbus, logind, sshd, units) from
+``/proc/PID/smaps_rollup``, per node; ``sim up``'s wall time; and the load average (the machine may be
+shared) before and after.
 Usage: ``bench/burnin_overhead.py 64 256 1024 [--tool-time T] [--forks N]``.
 """
 from __future__ import annotations
