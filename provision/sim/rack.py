@@ -113,7 +113,9 @@ def _read_nodes(sdir: Path) -> list[SimNode]:
         return []
     try:
         data = json.loads(path.read_text())
-        return [SimNode(n["name"], n["address"], int(n["supervisor"]), str(n["cgroup"])) for n in data["nodes"]]
+        # "pid" without "supervisor": a rack of an older version, whose nodes' PID 1 (tini) is that pid
+        return [SimNode(n["name"], n["address"], int(n["supervisor"] if "supervisor" in n else n["pid"]),
+                        str(n.get("cgroup", ""))) for n in data["nodes"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise ProvisionError(f"{path}: corrupt rack state ({type(exc).__name__}); stop the nodes by hand "
                              f"and delete {sdir}") from None
@@ -121,7 +123,9 @@ def _read_nodes(sdir: Path) -> list[SimNode]:
 
 def is_up(inventory_dir: Path) -> bool:
     nodes = load_nodes(inventory_dir)
-    return bool(nodes) and all(n.alive() for n in nodes) and (inventory_dir / "hosts.yml").is_file()
+    # a rack whose nodes have no cgroup was started by a version whose nodes did not boot systemd: not up, so
+    # that `sim up` stops it and starts the rack again
+    return bool(nodes) and all(n.alive() and n.cgroup for n in nodes) and (inventory_dir / "hosts.yml").is_file()
 
 
 def os_plan(os_arg: str | list[str] | None, nodes: int) -> list[str]:
@@ -289,7 +293,10 @@ def _kill(nodes: list[SimNode]) -> None:
     for node in nodes:
         if node.alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(node.supervisor, signal.SIGKILL)
+                if node.cgroup:
+                    os.killpg(node.supervisor, signal.SIGKILL)
+                else:  # a node of an older version: its recorded pid is its PID 1
+                    os.kill(node.supervisor, signal.SIGKILL)
     for node in nodes:
         if node.cgroup:
             cgroups.kill(Path(node.cgroup))

@@ -1,4 +1,5 @@
 """A node that did not start in time is stopped, not left listening outside the rack's records."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,22 @@ def _living(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             out.append(int(stat.parent.name))
     return out
+
+
+def test_a_rack_of_an_older_version_is_not_up_and_its_nodes_are_stopped(tmp_path, monkeypatch):
+    """rack.json of a version whose nodes ran tini as PID 1 ("pid", no supervisor or cgroup): `sim up` must not
+    reuse it (is_up is false, so it stops it first), and stopping it kills that PID 1."""
+    monkeypatch.setenv("PROVISION_SIM_STATE_DIR", str(tmp_path / "state"))
+    pid1 = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    inv = tmp_path / "inv"
+    inv.mkdir()
+    (inv / "hosts.yml").write_text("all: {}\n")
+    sdir = rack.state_dir(inv)
+    sdir.mkdir(parents=True)
+    old = {"name": "node01", "address": "127.0.0.2", "pid": pid1.pid}
+    (sdir / "rack.json").write_text(json.dumps({"nodes": [old]}))
+    [node] = rack.load_nodes(inv)
+    assert (node.supervisor, node.cgroup) == (pid1.pid, "") and node.alive()
+    assert not rack.is_up(inv)
+    rack._kill([node])
+    assert pid1.wait(timeout=10) == -9
