@@ -26,6 +26,7 @@ hours with Linux's defaults), and at most ``KEEPER_S``.
 from __future__ import annotations
 
 import datetime as dt
+import contextlib
 import fcntl
 import getpass
 import json
@@ -87,6 +88,7 @@ class Held:
     conns: dict[str, Connection] = field(default_factory=dict)  # host -> its connection, until the burn-in takes it
     failed: dict[str, CommandError] = field(default_factory=dict)  # host -> why it could not be reached (once)
     local: int | None = None
+    line: str = ""  # the holder line the node locks were taken with (to take one again after a reboot)
 
     def release(self) -> None:
         for closing in [*(k.close for k in self.keepers.values()), *(c.close for c in self.conns.values())]:
@@ -114,6 +116,19 @@ class Reusing:
         if failed is not None:
             raise failed
         conn = self.held.conns.pop(host.name, None)
+        if conn is not None and not getattr(conn, "alive", lambda: True)():
+            # The node rebooted since its lock was taken (`provision run`: the driver role reboots it): its keeper
+            # and this connection ended with that boot. Take its node lock again over a new connection.
+            self.held.keepers.pop(host.name, None)
+            with contextlib.suppress(Exception):
+                conn.close()
+            outcome = _mark(host, self.transport, self.held.line, self.held) if self.held.line else None
+            if outcome is not None and outcome[0] == "busy":
+                raise CommandError(f"host {host.name}: taken by {outcome[1]} while it rebooted")
+            failed = self.held.failed.pop(host.name, None)
+            if failed is not None:
+                raise failed
+            conn = self.held.conns.pop(host.name, None)
         return conn if conn is not None else self.transport.connect(host)
 
 

@@ -67,6 +67,10 @@ class SshConnection:
                                f"{exc or 'the connection was closed'}") from None
         return SshProcess(self, channel, argv, timeout_s)
 
+    def alive(self) -> bool:
+        """False once the connection ended (the node rebooted or its sshd went away)."""
+        return self.link.transport.is_active()
+
     def close(self) -> None:
         self.link.close()
 

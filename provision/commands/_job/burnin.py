@@ -31,6 +31,7 @@ def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, p
     try:
         held = hostlock.take_controller(paths.RUNS / hostlock.LOCKS, names, line, wait or 0.0, hostlist.fold,
                                         progress)
+        held.line = line
         if "burnin" in phases and local:
             hostlock.take_local(line, hostlist.fold, names[0], held)
         elif "burnin" in phases:

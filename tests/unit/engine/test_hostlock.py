@@ -249,3 +249,32 @@ def test_an_unreachable_node_is_tried_once_before_the_burnin_not_twice_in_a_row(
         reusing.connect(_Host("gpu01"))
     assert transport.tries == 2  # its retry connects anew
     held.release()
+
+
+def test_a_node_that_rebooted_since_its_lock_was_taken_is_locked_again_over_a_new_connection(tmp_path) -> None:
+    """`provision run`: the install reboots the node after mark_nodes locked it, which ends the keeper and the
+    connection; the burn-in's connect takes the node lock again over a new connection, not the dead one."""
+
+    class Rebooting(_Node):
+        up = True
+
+        def alive(self):
+            return self.up
+
+    class Transport(_Transport):
+        def connect(self, host):
+            self.nodes[host.name] = Rebooting(host, self.root)
+            return self.nodes[host.name]
+
+    transport, held, host = Transport(tmp_path), hostlock.Held(line=line("run-7")), _Host("gpu01")
+    hostlock.mark_nodes([host], transport, held.line, 0, fold, print, held)
+    old = transport.nodes["gpu01"]
+    old.procs[-1].stdin.close()  # the reboot: sshd and the keeper end, the node's lock with them
+    old.procs[-1].wait(timeout=60)
+    old.up = False
+    assert not (tmp_path / "gpu01" / "holder").exists()
+    conn = hostlock.Reusing(transport, held).connect(host)
+    assert conn is transport.nodes["gpu01"] and conn is not old and conn.alive()
+    assert "run-7" in (tmp_path / "gpu01" / "holder").read_text()  # locked again for the burn-in
+    held.release()
+    assert not (tmp_path / "gpu01" / "holder").exists()
