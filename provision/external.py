@@ -34,7 +34,6 @@ PACKAGES: dict[str, Package] = {
     "timeout": Package("coreutils", _SETUP),  # `burnin --local` (provision/engine/local.py) wraps each tool in it
     "mount": Package("mount", _SIM),
     "umount": Package("mount", _SIM),
-    "unshare": Package("util-linux", _SIM),
     "dpkg-deb": Package("dpkg", _SIM),
     "apt-ftparchive": Package("apt-utils", _SIM),
     "gpg": Package("gnupg", _SIM),

@@ -4,6 +4,7 @@ the nvidia module's character devices the IMEX role reads channel 0's major from
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -51,7 +52,7 @@ def test_the_units_command_runs_nvlsm_beside_fabric_manager(tmp_path):
     daemon.chmod(0o755)
     command = _exec_start(_unit(tmp_path)).replace("/opt/nvidia/nvlsm/sbin/nvlsm", str(daemon))
     command = command.replace("/usr/bin/nv-fabricmanager", str(daemon))
-    argv = ["/bin/sh", "-c", command.removeprefix("/bin/sh -c '").removesuffix("'")]
+    argv = shlex.split(command)  # /bin/sh -c '...', as systemd splits ExecStart=
     proc = subprocess.Popen(argv, env={**os.environ, "PROVISION_SIM_RUN_DIR": str(tmp_path / "run")},
                             start_new_session=True)
     files = [tmp_path / f"run/{n}/{n}.pid" for n in ("nvidia-fabricmanager", "nvlsm")]

@@ -47,7 +47,7 @@ def test_a_rack_of_an_older_version_is_not_up_and_its_nodes_are_stopped(tmp_path
     """rack.json of a version whose nodes ran tini as PID 1 ("pid", no supervisor or cgroup): `sim up` must not
     reuse it (is_up is false, so it stops it first), and stopping it kills that PID 1."""
     monkeypatch.setenv("PROVISION_SIM_STATE_DIR", str(tmp_path / "state"))
-    pid1 = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    pid1 = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
     inv = tmp_path / "inv"
     inv.mkdir()
     (inv / "hosts.yml").write_text("all: {}\n")
