@@ -168,6 +168,7 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         (sdir / FABRIC_FILE).write_text(world_text)
         (sdir / f"{FABRIC_FILE}.healthy").write_text(world_text)
     _write_cluster_ssh(sdir, names, addresses)
+    _raise_inotify_instances(nodes, log)
     cgroup_dir = cgroups.rack_folder(sdir)
 
     def start(index: int) -> tuple[str, SimNode]:
@@ -193,6 +194,25 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         f"({addresses[0]}..{addresses[-1]}; {', '.join(sorted(set(plan)))}), package repository at {repo_url}, "
         f"state in {sdir}")
     return started
+
+
+INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
+# inotify instances a node's systemd, journald, logind and D-Bus hold together (about 5 measured on a node;
+# 8 leaves room). The kernel's default of 128 per user (inotify(7)) is all root's on this machine: the
+# 26th-odd node's systemd then fails to start ("Too many open files"), as with any systemd containers.
+INOTIFY_PER_NODE = 8
+
+
+def _raise_inotify_instances(nodes: int, log) -> None:
+    """Raise fs.inotify.max_user_instances so that this rack's systemd nodes (beside other racks and this
+    machine's own users) can boot; never lowers it. Says so when it cannot be written."""
+    want = 1024 + INOTIFY_PER_NODE * nodes
+    try:
+        if int(INOTIFY_INSTANCES.read_text()) < want:
+            INOTIFY_INSTANCES.write_text(f"{want}\n")
+    except (OSError, ValueError) as exc:
+        log(f"sim: warning: could not raise {INOTIFY_INSTANCES} to {want} ({exc}); nodes past the limit will "
+            "not boot systemd")
 
 
 def _start_all(start, nodes: int) -> tuple[list[str], list[SimNode]]:
