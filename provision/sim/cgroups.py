@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 from provision import external
@@ -19,6 +20,7 @@ from provision.errors import RunnerError
 MOUNTINFO = Path("/proc/self/mountinfo")
 OWN_MOUNT = Path("/run/provision-sim/cgroup2")  # where the v2 hierarchy is mounted when none is
 TOP = "provision-sim"
+EMPTY_WAIT_S = 10.0
 
 
 def hierarchy(mountinfo: Path = MOUNTINFO) -> Path:
@@ -55,8 +57,19 @@ def remove(folder: Path) -> None:
     deepest first, then the rack's folder once it is empty. A folder still holding a process stays."""
     if not folder.is_dir():
         return
+    deadline = time.monotonic() + EMPTY_WAIT_S  # a PID namespace's last processes take a moment to be reaped
+    while _populated(folder) and time.monotonic() < deadline:
+        time.sleep(0.05)
     for path, _dirs, _files in sorted(os.walk(folder), key=lambda row: -row[0].count("/")):
         with contextlib.suppress(OSError):
             os.rmdir(path)
     with contextlib.suppress(OSError):
         folder.parent.rmdir()
+
+
+def _populated(folder: Path) -> bool:
+    """``populated 1`` in cgroup.events: a process is still in ``folder`` or below (cgroup v2)."""
+    try:
+        return "populated 1" in (folder / "cgroup.events").read_text()
+    except OSError:
+        return False
