@@ -8,7 +8,7 @@
 # namespace, so its systemd sees that cgroup as its root and keeps its slices inside it.
 # Only builtins run before unshare, so that the shell's one child is unshare (rack.py finds the node's
 # PID 1 as that child's child).
-# Usage: node-boot.sh CGROUP INIT_SCRIPT LOWER UPPER WORK MERGED HOSTNAME (CGROUP exists)
+# Usage: node-boot.sh CGROUP INIT_SCRIPT LOWER UPPER WORK MERGED HOSTNAME PROC_DEVICES (CGROUP exists)
 set -u
 cgroup=$1 init=$2
 shift 2

@@ -3,9 +3,10 @@
 # Mounts the node's overlay root, its own proc, a read-only sysfs, its cgroup (v2) tree, a private /dev
 # and /run, writes the boot's id, sets the hostname, pivots into the overlay and boots systemd, which
 # starts sshd and the node's enabled units as on every real target.
-# Usage: node-init.sh LOWER UPPER WORK MERGED HOSTNAME
+# Usage: node-init.sh LOWER UPPER WORK MERGED HOSTNAME PROC_DEVICES
+# (PROC_DEVICES: the node's /proc/devices view, a path inside its root: rack.py SIM_PROC_DEVICES)
 set -eu
-lower=$1 upper=$2 work=$3 merged=$4 name=$5
+lower=$1 upper=$2 work=$3 merged=$4 name=$5 proc_devices=$6
 mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$merged"
 mount -t proc proc "$merged/proc"
 mount -t sysfs -o ro sysfs "$merged/sys" || true   # sysfs may be refused without a net namespace
@@ -24,9 +25,9 @@ ln -s /proc/self/fd "$merged/dev/fd"
 mount -t tmpfs -o mode=1777 tmpfs "$merged/dev/shm"
 # The simulated nvidia module "loads" at boot (the kernel is shared, nothing loads): with the option
 # NVreg_CreateImexChannel0=1 in modprobe.d it makes IMEX channel 0, of the major its /proc/devices view lists
-# (NVIDIA IMEX guide, "IMEX Channels"; rack.py SIM_PROC_DEVICES). Without it, no channel survives a reboot.
+# (NVIDIA IMEX guide, "IMEX Channels"). Without it, no channel survives a reboot.
 if grep -qs "NVreg_CreateImexChannel0=1" "$merged"/etc/modprobe.d/*.conf; then
-  major=$(awk '$2 == "nvidia-caps-imex-channels" {print $1}' "$merged/var/lib/provision-sim/proc/devices" 2>/dev/null)
+  major=$(awk '$2 == "nvidia-caps-imex-channels" {print $1}' "$merged$proc_devices" 2>/dev/null)
   if [ -n "$major" ]; then
     mkdir -p "$merged/dev/nvidia-caps-imex-channels"
     mknod -m 666 "$merged/dev/nvidia-caps-imex-channels/channel0" c "$major" 0

@@ -91,10 +91,16 @@ class SimNode:
 
 
 def _children(pid: int) -> list[int]:
+    """The PIDs of ``pid``'s children (its main thread's); [] when it has none or is gone."""
     try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        return _read_children(pid)
     except (OSError, ValueError):
         return []
+
+
+def _read_children(pid: int) -> list[int]:
+    """``pid``'s children from /proc (proc(5), /proc/PID/task/TID/children). Raises OSError when it is gone."""
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def state_dir(inventory_dir: Path) -> Path:
@@ -498,7 +504,7 @@ def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path,
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cgroup.mkdir(parents=True, exist_ok=True)
     argv = [*prefix, "/bin/sh", str(BOOT_SCRIPT), str(cgroup), str(INIT_SCRIPT), str(lower), str(node_dir / "upper"),
-            str(node_dir / "work"), str(node_dir / "merged"), name]
+            str(node_dir / "work"), str(node_dir / "merged"), name, SIM_PROC_DEVICES]
     with open(log_path, "ab") as out:
         proc = external.popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
     node = SimNode(name, address, proc.pid, str(cgroup))
@@ -518,14 +524,13 @@ def _child_pid(parent: int, timeout_s: float = 300.0) -> int:
     100 on 2 cores (a 1,024-node rack starting beside other work) ``unshare`` took more than 5 s to
     be scheduled and fork, and the rack failed to start."""
     deadline = time.monotonic() + timeout_s
-    children = Path(f"/proc/{parent}/task/{parent}/children")
     while time.monotonic() < deadline:
         try:
-            pids = children.read_text().split()
+            pids = _read_children(parent)
         except OSError:
             raise RunnerError(f"simulated node process {parent} exited at start") from None
         if pids:
-            return int(pids[0])
+            return pids[0]
         time.sleep(0.02)
     raise RunnerError(f"simulated node process {parent} made no child in {timeout_s} s")
 
