@@ -67,6 +67,20 @@ def replay(folder, scenario_file):
     return folder
 
 
+@contextlib.contextmanager
+def site_vars(folder, values):
+    """The rack in ``folder`` with ``values`` as a site's group variables (group_vars/gpu_nodes.yml) for the
+    duration, as a site's inventory sets them; the file is removed after. For tests that share a rack but
+    need a site setting of their own."""
+    path = folder / "group_vars/gpu_nodes.yml"
+    assert not path.exists(), f"{path}: another test's site variables were left"
+    path.write_text(yaml.safe_dump(values))
+    try:
+        yield folder
+    finally:
+        path.unlink()
+
+
 @pytest.fixture(scope="session")
 def _eight_h100_installed(tmp_path_factory):
     """EIGHT_H100's rack, started and installed once per test session (a failed install errors every test

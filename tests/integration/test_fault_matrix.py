@@ -3,7 +3,10 @@ simulated rack, must fail exactly that node with the right check naming the righ
 and healthy runs with the tools' run-to-run noise must fail nothing (node checks and the cluster
 procedure).
 
-One rack is installed once and reused; nodes are healed between cases. The random seed is
+It runs on the session's shared 8-node H100 rack (conftest.eight_h100, installed once for every test that
+needs a healthy rack), with the site's tool timeout for the hung tool: the faults on three of its nodes
+(``--limit``, node checks), the healthy runs on all eight (node checks and the cluster procedure, which needs
+every node to carry traffic over every leaf-spine cable); nodes are healed between cases. The random seed is
 printed (set FAULT_MATRIX_SEED to replay a run). The table of what was caught is printed
 and written to runs/fault-matrix.txt.
 """
@@ -17,10 +20,10 @@ import yaml
 
 from provision import paths
 from provision.sim import faults, rack
-from tests.integration.conftest import own_rack, provision
+from tests.integration.conftest import provision, site_vars
 
 pytestmark = pytest.mark.integration
-HEALTHY_RUNS = 10
+HEALTHY_RUNS = 4  # x 8 nodes: 32 healthy node runs (the 3-node rack before ran 10 x 3)
 SEED = int(os.environ.get("FAULT_MATRIX_SEED", random.SystemRandom().randrange(1 << 30)))
 # A hung tool must be given up on within this (the real default is 300 s for all_reduce_perf).
 HUNG_TIMEOUT_S = 8
@@ -57,12 +60,15 @@ def expectation(kind, device, model):
     }[kind]()
 
 
-@pytest.fixture(scope="module")
-def installed_rack(tmp_path_factory):
-    timeouts = {"provision_check_timeouts": {"nccl_allreduce": HUNG_TIMEOUT_S}}
-    with own_rack(tmp_path_factory.mktemp("matrix"), timeouts) as inv:
-        assert provision("install", "-i", str(inv), "--run-id", f"matrix-install-{SEED}").returncode == 0
+NODES = ("node01", "node02", "node03")  # the matrix's nodes of the shared rack (--limit)
+
+
+@pytest.fixture
+def installed_rack(eight_h100):
+    with site_vars(eight_h100, {"provision_check_timeouts": {"nccl_allreduce": HUNG_TIMEOUT_S}}) as inv:
         yield inv
+    for node in rack.load_nodes(eight_h100):
+        faults.heal(eight_h100, node.name)
 
 
 def burnin(inv, run_id, *options):
@@ -70,14 +76,18 @@ def burnin(inv, run_id, *options):
     return proc, json.loads((paths.RUNS / run_id / "report.json").read_text())
 
 
+def matrix_nodes(inv):
+    return [n for n in rack.load_nodes(inv) if n.name in NODES]
+
+
 def test_fault_matrix(installed_rack):
     inv, rng = installed_rack, random.Random(SEED)
     print(f"\nfault matrix seed {SEED}")
     rows, started = [], time.monotonic()
     for kind in NODE_KINDS:
-        for node in rack.load_nodes(inv):
+        for node in matrix_nodes(inv):
             faults.heal(inv, node.name)
-        node = rng.choice(rack.load_nodes(inv)).name
+        node = rng.choice(matrix_nodes(inv)).name
         model = yaml.safe_load((rack.load_nodes(inv)[0].root() / faults.MODEL).read_text())
         device = faults.default_device(faults.KINDS[kind], model, rng)
         if kind == "hung_tool":
@@ -85,7 +95,7 @@ def test_fault_matrix(installed_rack):
         faults.inject(inv, node, kind, device)
         # node faults, caught by node checks (the cluster procedure, which leaves such a node out, is
         # tested in test_cluster.py and tests/unit/engine/test_cluster_procedure.py)
-        proc, rep = burnin(inv, f"matrix-{SEED}-{kind}", "--scope", "node")
+        proc, rep = burnin(inv, f"matrix-{SEED}-{kind}", "--scope", "node", "--limit", ",".join(NODES))
         check, outcome, needle = expectation(kind, device, model)
         row = next(r for r in [r for r in rep["results"] if r["hosts"] == [node]] if r["check"] == check)
         rows.append((kind, node, device, check, row["outcome"], row["message"]))
@@ -93,8 +103,9 @@ def test_fault_matrix(installed_rack):
         assert row["outcome"] == outcome, (kind, row["message"])
         assert needle in row["message"], (kind, needle, row["message"])
         assert rep["verdicts"][node] in ("fail", "error")
+        assert sorted(rep["verdicts"]) == list(NODES), rep["verdicts"]
         assert all(v == "pass" for h, v in rep["verdicts"].items() if h != node), (kind, rep["verdicts"])
-    for node in rack.load_nodes(inv):
+    for node in matrix_nodes(inv):
         faults.heal(inv, node.name)
     matrix_s = time.monotonic() - started
     false_failures = 0
@@ -103,16 +114,17 @@ def test_fault_matrix(installed_rack):
         bad = {h: [r["check"] for r in rep["results"] if r["hosts"] == [h] and r["outcome"] != "pass"]
                for h, v in rep["verdicts"].items() if v != "pass"}
         false_failures += len(bad)
+        assert len(rep["verdicts"]) == len(rack.load_nodes(inv)), rep["verdicts"]
         assert proc.returncode == 0 and not bad, bad
-    table = _table(rows, matrix_s, false_failures, time.monotonic() - started - matrix_s)
+    table = _table(rows, matrix_s, false_failures, time.monotonic() - started - matrix_s, len(rack.load_nodes(inv)))
     print(table)
     (paths.RUNS / "fault-matrix.txt").write_text(table + "\n")
 
 
-def _table(rows, matrix_s, false_failures, healthy_s):
+def _table(rows, matrix_s, false_failures, healthy_s, nodes):
     lines = [f"{'fault':<16} {'node':<7} {'device':<9} {'caught by':<15} {'outcome':<8} message"]
     for kind, node, device, check, outcome, message in rows:
         lines.append(f"{kind:<16} {node:<7} {device:<9} {check:<15} {outcome:<8} {message[:150]}")
-    lines.append(f"{len(rows)} faults in {matrix_s:.0f} s (seed {SEED}); {HEALTHY_RUNS} healthy runs x 3 nodes in "
-                 f"{healthy_s:.0f} s with {false_failures} false failures")
+    lines.append(f"{len(rows)} faults in {matrix_s:.0f} s (seed {SEED}); {HEALTHY_RUNS} healthy runs x {nodes} nodes "
+                 f"in {healthy_s:.0f} s with {false_failures} false failures")
     return "\n".join(lines)

@@ -2,33 +2,40 @@
 third night, still above ib_write_bw's absolute threshold, and the own-median regression gate flags it
 and names the stack change made that day: node02's HCAs were flashed from firmware 28.39.1002 to 28.40.1000.
 
-The rack is installed once (as the fault matrix does), then `provision burnin --checks ib_ports,ib_write_bw`
-runs three times into one history database (ib_ports saves ibstat's output, where the fingerprint reads the
-firmware). The site lowers the reference to 355 Gb/s (gate 337.25) so the
-slowdown stays within it: the simulator's healthy figure is 392.3 Gb/s with +-2% uniform noise
-(provision/sim/figures.yaml, hwmodel.NOISE_PCT). Nights 1 and 2 are healthy: night 2 cannot be flagged (one
-earlier run is below the gate's MIN_RUNS), and healthy noise stays within the 5% default (at worst 3.9%).
-Night 3 runs mlx5_0 at 0.9: at most 360.2 Gb/s against a median of at least 384.5, 6.3% below; at least
-346.1, above the 337.25 gate. The rack has three hosts, below the rack gate's four: only the own gate runs.
+It runs on three nodes (``--limit``) of the session's shared, installed 8-node H100 rack (conftest.eight_h100;
+node02's firmware is put back after), then `provision burnin --checks ib_ports,ib_write_bw` runs three times into
+one history database (ib_ports saves ibstat's output, where the fingerprint reads the firmware). The site lowers the
+reference to 355 Gb/s (gate 337.25) so the slowdown stays within it: the simulator's healthy figure is 392.3 Gb/s
+with +-2% uniform noise (provision/sim/figures.yaml, hwmodel.NOISE_PCT). Nights 1 and 2 are healthy: night 2 cannot
+be flagged (one earlier run is below the gate's MIN_RUNS), and healthy noise stays within the 5% default (at worst
+3.9%). Night 3 runs mlx5_0 at 0.9: at most 360.2 Gb/s against a median of at least 384.5, 6.3% below; at least
+346.1, above the 337.25 gate. The run has three hosts, below the rack gate's four: only the own gate runs.
 """
 import json
 
 import pytest
+import yaml
 
 from provision import paths
-from tests.integration.conftest import own_rack, provision
+from provision.sim import faults, rack
+from tests.integration.conftest import provision, site_vars
 
 pytestmark = pytest.mark.integration
 SITE = {"provision_reference_overrides": {"ib_write_bw": {"bw_avg_Gbps": {"value": 355}}}}
 FACTORS = (None, None, 0.9)  # per night: node02 mlx5_0's slow_hca factor (None: healthy)
 FIRMWARE = "28.40.1000"  # a real ConnectX-7 release (https://docs.nvidia.com/networking/display/ConnectX7Firmwarev28401000)
+NODES = "node01,node02,node03"  # three hosts of the shared rack: below the rack gate's four
 
 
-@pytest.fixture(scope="module")
-def installed_rack(tmp_path_factory):
-    with own_rack(tmp_path_factory.mktemp("nightly"), SITE) as inv:
-        assert provision("install", "-i", str(inv), "--run-id", f"nightly-install-{id(inv) % 10000}").returncode == 0
+@pytest.fixture
+def installed_rack(eight_h100):
+    node02 = next(n for n in rack.load_nodes(eight_h100) if n.name == "node02")
+    firmware = yaml.safe_load((node02.root() / faults.MODEL).read_text())["hcas"][0]["fw_ver"]
+    assert firmware != FIRMWARE
+    with site_vars(eight_h100, SITE) as inv:
         yield inv
+    faults.flash(eight_h100, "node02", firmware)
+    faults.heal(eight_h100, "node02")
 
 
 def report_of(run_id):
@@ -45,7 +52,8 @@ def test_the_third_night_is_flagged_by_the_regression_gate(installed_rack, tmp_p
             flashed = provision("sim", "flash", "node02", "--fw", FIRMWARE, "--inventory", str(inv))
             assert flashed.returncode == 0, flashed.stderr
         run_id = f"nightly-{night}-{id(inv) % 10000}"
-        proc = provision("burnin", "-i", str(inv), "--checks", "ib_ports,ib_write_bw", "--run-id", run_id,
+        proc = provision("burnin", "-i", str(inv), "--checks", "ib_ports,ib_write_bw", "--limit", NODES,
+                         "--run-id", run_id,
                          "--history", str(history))
         assert proc.returncode == 0, proc.stdout[-3000:]  # a warning never changes the exit status
         reports.append(report_of(run_id))
