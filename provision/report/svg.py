@@ -172,27 +172,28 @@ def _y_axis(left: float, right: float, y, ymin: float, ticks: list[str], tick: f
     return out
 
 
+def _legend_parts(reference: float | None, lower: float | None, unit: str, ymin: float) -> list[tuple[str, str]]:
+    """The legend's pieces, (colour, plain text) each: the reference line, the lower bound, an axis not from 0."""
+    parts = []
+    if reference is not None:
+        parts.append((REF, f"- - reference {number(reference)} {unit}"))
+    if lower is not None:
+        parts.append((LOW, f" - - lower bound {number(lower)} {unit}"))
+    if ymin != 0:
+        parts.append((INK, f"; axis from {number(ymin)} {unit}, not 0"))
+    return parts
+
+
 def _legend_text(reference: float | None, lower: float | None, unit: str, ymin: float) -> str:
     """The legend as plain text (its width sizes the chart)."""
-    text = []
-    if reference is not None:
-        text.append(f"- - reference {number(reference)} {unit}")
-    if lower is not None:
-        text.append(f" - - lower bound {number(lower)} {unit}")
-    if ymin != 0:
-        text.append(f"; axis from {number(ymin)} {unit}, not 0")
-    return "".join(text)
+    return "".join(text for _, text in _legend_parts(reference, lower, unit, ymin))
 
 
 def _legend(left: float, reference: float | None, lower: float | None, unit: str, ymin: float = 0.0) -> str:
-    text = []
-    if reference is not None:
-        text.append(f'<tspan fill="{REF}">- - reference {escape(number(reference))} {escape(unit)}</tspan>')
-    if lower is not None:
-        text.append(f'<tspan fill="{LOW}"> - - lower bound {escape(number(lower))} {escape(unit)}</tspan>')
-    if ymin != 0:
-        text.append(f'<tspan fill="{INK}">; axis from {escape(number(ymin))} {escape(unit)}, not 0</tspan>')
-    return f'<text x="{left + 4:.1f}" y="14">{"".join(text)}</text>' if text else ""
+    """The legend as SVG text, each piece in its line's colour; "" when there is none."""
+    spans = "".join(f'<tspan fill="{colour}">{escape(text)}</tspan>'
+                    for colour, text in _legend_parts(reference, lower, unit, ymin))
+    return f'<text x="{left + 4:.1f}" y="14">{spans}</text>' if spans else ""
 
 
 def heatmap(cells: Mapping[tuple[int, int], float | None], unit: str, reference: float | None = None,
