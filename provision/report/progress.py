@@ -59,6 +59,7 @@ class Progress:
         self.lock = threading.Lock()
         self.checks: dict[str, _Tally] = {}
         self.planned: dict[str, int] = {}
+        self.rounds: dict[str, int] = {}  # check -> how many times its jobs have started anew (the cluster rounds)
         self.role: _Tally | None = None
         self.live = Live(console=console or Console(), auto_refresh=True, refresh_per_second=REFRESH_PER_S,
                          transient=True, get_renderable=self._renderable) if live else None
@@ -105,7 +106,9 @@ class Progress:
             tally = self.checks.get(event.check)
             if tally is None or tally.done >= tally.total:  # a first job, or a later round of the same check
                 total = self.planned.pop(event.check, 0)
-                tally = self.checks[event.check] = _Tally(event.check, total, now, said_s=now)
+                n = self.rounds[event.check] = self.rounds.get(event.check, 0) + 1
+                name = event.check if n == 1 else f"{event.check} round {n}"
+                tally = self.checks[event.check] = _Tally(name, total, now, said_s=now)
             tally.running["+".join(event.hosts)] = now
             tally.total = max(tally.total, tally.done + len(tally.running))
             return []

@@ -99,7 +99,8 @@ def _faults(args: argparse.Namespace, folder: Path) -> int:
     elif args.sim_command == "heal":
         names = [n.name for n in rack.load_nodes(folder)] if args.node == "all" else [args.node]
         for name in names:
-            print(f"sim: {name}: healed ({faults.heal(folder, name)} faults removed)")
+            removed = faults.heal(folder, name)
+            print(f"sim: {name}: healed ({removed} fault{'' if removed == 1 else 's'} removed)")
     else:
         for kind in faults.KINDS.values():
             print(f"{kind.kind:<16} --device {kind.target:<6} {kind.description}")

@@ -50,6 +50,19 @@ def test_verbose_adds_a_line_per_host_and_a_check_without_a_plan_counts_what_sta
                      "burnin ib_pairs: 1/1 done, 1 passed, 0 failed, 0 errored; took 0:02"]
 
 
+def test_a_later_round_of_the_same_check_is_named_by_its_round():
+    clock, lines = Clock(), []
+    view = Progress(lines.append, clock=clock)
+    for _round in range(2):  # the cluster procedure's ib_pairs: one job per pair, round after round
+        view.event(Planned({"ib_pairs": 2}))
+        for pair in (("n1", "n2"), ("n3", "n4")):
+            view.event(JobStarted("ib_pairs", pair))
+        for pair in (("n1", "n2"), ("n3", "n4")):
+            view.event(JobFinished(CheckResult("ib_pairs", pair, Outcome.PASS, "ok", duration_s=1.0)))
+    assert lines == ["burnin ib_pairs: 2/2 done, 2 passed, 0 failed, 0 errored; took 0:00",
+                     "burnin ib_pairs round 2: 2/2 done, 2 passed, 0 failed, 0 errored; took 0:00"]
+
+
 def test_the_install_gets_a_line_per_role_with_hosts_done_changed_and_failed():
     clock, lines = Clock(), []
     with Progress(lines.append, clock=clock) as view:
