@@ -59,7 +59,9 @@ class Progress:
         self.lock = threading.Lock()
         self.checks: dict[str, _Tally] = {}
         self.planned: dict[str, int] = {}
-        self.rounds: dict[str, int] = {}  # check -> how many times its jobs have started anew (the cluster rounds)
+        # check -> how many times its jobs have started anew: the cluster procedure runs a check in several of its
+        # rounds; "run N" counts the check's own runs (the procedure's round numbers are report.json's)
+        self.rounds: dict[str, int] = {}
         self.role: _Tally | None = None
         self.live = Live(console=console or Console(), auto_refresh=True, refresh_per_second=REFRESH_PER_S,
                          transient=True, get_renderable=self._renderable) if live else None
@@ -107,7 +109,7 @@ class Progress:
             if tally is None or tally.done >= tally.total:  # a first job, or a later round of the same check
                 total = self.planned.pop(event.check, 0)
                 n = self.rounds[event.check] = self.rounds.get(event.check, 0) + 1
-                name = event.check if n == 1 else f"{event.check} round {n}"
+                name = event.check if n == 1 else f"{event.check} run {n}"
                 tally = self.checks[event.check] = _Tally(name, total, now, said_s=now)
             tally.running["+".join(event.hosts)] = now
             tally.total = max(tally.total, tally.done + len(tally.running))

@@ -50,7 +50,7 @@ def test_verbose_adds_a_line_per_host_and_a_check_without_a_plan_counts_what_sta
                      "burnin ib_pairs: 1/1 done, 1 passed, 0 failed, 0 errored; took 0:02"]
 
 
-def test_a_later_round_of_the_same_check_is_named_by_its_round():
+def test_a_later_run_of_the_same_check_is_named_by_its_number():
     clock, lines = Clock(), []
     view = Progress(lines.append, clock=clock)
     for _round in range(2):  # the cluster procedure's ib_pairs: one job per pair, round after round
@@ -60,7 +60,7 @@ def test_a_later_round_of_the_same_check_is_named_by_its_round():
         for pair in (("n1", "n2"), ("n3", "n4")):
             view.event(JobFinished(CheckResult("ib_pairs", pair, Outcome.PASS, "ok", duration_s=1.0)))
     assert lines == ["burnin ib_pairs: 2/2 done, 2 passed, 0 failed, 0 errored; took 0:00",
-                     "burnin ib_pairs round 2: 2/2 done, 2 passed, 0 failed, 0 errored; took 0:00"]
+                     "burnin ib_pairs run 2: 2/2 done, 2 passed, 0 failed, 0 errored; took 0:00"]
 
 
 def test_the_install_gets_a_line_per_role_with_hosts_done_changed_and_failed():
