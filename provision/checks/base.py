@@ -19,7 +19,10 @@ and two pure functions:
 
 The engine (``provision.engine``) runs the steps, parses each output with the parser its step
 names (``parse_outputs``), and decides the outcome in stages (``provision.engine.verdict``). A
-multi-host check may declare the ``role`` it plays in the cluster procedure (``Role``).
+multi-host check may declare the ``role`` it plays in the cluster procedure (``Role``). A node check may build its
+steps from earlier checks' outputs on the same node (``uses``: gpudirect pairs each HCA with its nearest GPU from
+this run's topology); a group check may judge, without running anything, what a node check gave on each of its
+hosts (``gathers``: firmware_fleet compares firmware's versions across a profile's hosts).
 
 ``sets`` tags the check with the named sets it belongs to; a set (``CheckSet``, declared in ``SETS``) runs the
 checks tagged with its ``tags`` and says what it is for and which IB pair schedule it takes. A check may run
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
     from provision.profiles import Profile
 
 __all__ = ["SETS", "Check", "CheckSet", "Context", "Finding", "Group", "InSet", "Outcome", "Pair", "Ready", "Reference",
-           "Role", "Scope", "Step", "judge_outputs", "parse_outputs"]
+           "Role", "Scope", "Step", "gathered_steps", "judge_outputs", "parse_outputs", "split_key"]
 
 Parser = Callable[[str], dict]
 
@@ -77,6 +80,12 @@ class Step:
     ready: Ready | None = None
     on: int = 0
     server_on: int = 0
+    # The tool's exit status is judged from its output, not taken as "could not run": perftest exits 1 when it
+    # cannot register GPU memory (``Couldn't allocate MR``), a fault of the node the parser reads from the text.
+    # A timeout or a missing tool (exit 127) is still an error; a parser that finds neither a result nor a known
+    # failure raises ParseError, so an unexplained exit is never a pass. Its output is its standard output followed
+    # by its standard error (perftest prints its failures there), saved so as one raw file.
+    exit_judged: bool = False
 
     def __post_init__(self) -> None:
         if self.server and self.ready is None:  # a client started after a fixed sleep races its server
@@ -179,7 +188,7 @@ SETS = (
 class Check:
     id: str
     tool: str
-    steps: Callable[[Any, Any], list[Step]]
+    steps: Callable[..., list[Step]]  # (profile, target) -> steps; (profile, host, seen) for a check that uses others
     judge: Callable[[Context], list[Finding]]
     order: int
     needs: tuple[str, ...] = ()
@@ -207,6 +216,17 @@ class Check:
     # A group check run once per NVLink domain (the hosts sharing ``provision_nvlink_domain``) rather than once per
     # profile (``provision.engine.jobs.plan``); a host of such a job with no domain makes the job an error.
     per_nvlink_domain: bool = False
+    # Earlier node checks whose outputs on the same node this check's steps are built from (gpudirect pairs each HCA
+    # with its nearest GPU from this run's ``nvidia-smi topo -m``): the engine runs them first and calls
+    # ``steps(profile, host, seen)`` with ``seen`` = check id -> that check's parsed outputs (step key -> parse
+    # result); a check they could not give outputs for is an error of this one. Called as ``steps(profile, host)``
+    # (a re-evaluation, a plan) it builds the same step keys and parsers from the profile alone.
+    uses: tuple[str, ...] = ()
+    # A group check that runs no tool: it judges the outputs the node check ``gathers`` gave on each of its hosts in
+    # this run (firmware_fleet compares firmware's versions across a profile's hosts). Its steps are that check's
+    # steps once per host, keyed ``<host>/<step key>`` (``gathered_steps``); a host whose outputs are missing (its
+    # check errored) is left out of the comparison and named in the result.
+    gathers: str = ""
 
     def __post_init__(self) -> None:
         from provision.profiles import FEATURES  # the traits Profile.has answers
@@ -220,6 +240,10 @@ class Check:
                              f"not {self.scope.value}")
         if self.per_nvlink_domain and self.scope is not Scope.GROUP:  # a domain is a group of hosts
             raise ValueError(f"check {self.id}: per_nvlink_domain needs scope group, not {self.scope.value}")
+        if self.gathers and self.scope is not Scope.GROUP:  # it compares hosts
+            raise ValueError(f"check {self.id}: gathers needs scope group, not {self.scope.value}")
+        if self.uses and self.scope is not Scope.NODE:  # the outputs it uses are its own node's
+            raise ValueError(f"check {self.id}: uses needs scope node, not {self.scope.value}")
         shadowed = sorted(set(self.parsers) & set(PARSERS))
         if shadowed:  # one name, one parser: a step's output reads the same wherever it is parsed
             raise ValueError(f"check {self.id}: its own parsers {', '.join(shadowed)} are provision parse's names")
@@ -237,10 +261,30 @@ class Check:
         """``text`` read by the parser named ``parser`` (the check's own, else ``provision parse``'s);
         ParseError when it is not that tool's output or no parser has that name."""
         own = self.parsers.get(parser)
+        if own is None and self.gathers:  # a gathered output is read as its own check reads it
+            from provision.checks import registry
+
+            return registry()[self.gathers].parse_output(parser, text)
         if own is None:
             return parse_tool(parser, text)
         check_size(text)  # the bounds parse_tool holds every output to
         return own(text)
+
+
+def gathered_steps(source: Check, profile, group: Group) -> list[Step]:
+    """The steps of a ``gathers`` check over ``group``: ``source``'s node steps once per host, keyed
+    ``<host name>/<step key>`` and run ``on`` that host, so each gathered output keeps its parser."""
+    out = []
+    for i, host in enumerate(group.hosts):
+        name = str(getattr(host, "name", host))
+        out += [Step(f"{name}/{step.key}", step.argv, step.parser, on=i) for step in source.steps(profile, host)]
+    return out
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """(host, step key) of a gathered step key ``<host>/<step key>``."""
+    host, _, step = key.partition("/")
+    return host, step
 
 
 def parse_outputs(check: Check, steps: list[Step], texts: dict[str, str]) -> dict[str, dict]:

@@ -17,11 +17,16 @@ BASE_PORT = 18515  # perftest's default TCP port for the connection exchange
 
 def perftest_steps(profile, server, on: int = 0, server_on: int = 0) -> list[Step]:
     """One ib_write_bw step per HCA: the server runs on job host ``server_on``, the client on
-    ``on`` connects to ``server``'s address; each HCA on its own TCP port."""
+    ``on`` connects to ``server``'s address; each HCA on its own TCP port. With the reference's ``gpudirect: on``
+    both sides' buffers are in GPU memory (``--use_cuda``, the GPU beside the HCA in the board's design: HCA i with
+    GPU i, as DGX/HGX boards pair them; ``--use_cuda_dmabuf`` where ``path`` is ``dmabuf``): ib_pairs then tests
+    GPUDirect RDMA across the fabric."""
     params = profile.required_reference("ib_write_bw", "bw_avg_Gbps").params
     out = []
     for i, dev in enumerate(hca_names(profile)):
-        common = ["ib_write_bw", "-d", dev, "-s", str(params["msg_size_bytes"]),
+        dmabuf = ["--use_cuda_dmabuf"] if params.get("path") == "dmabuf" else []
+        cuda = [f"--use_cuda={i % max(1, profile.gpu.count)}", *dmabuf] if params.get("gpudirect") == "on" else []
+        common = ["ib_write_bw", "-d", dev, *cuda, "-s", str(params["msg_size_bytes"]),
                   "-D", str(params["duration_s"]), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
         # perftest's server prints this banner when it waits for its client (perftest README, "Running Tests")
         ready = Ready(line="Waiting for client to connect", port=BASE_PORT + i)
@@ -59,7 +64,8 @@ PARAMS = {
             "msg_size_bytes": {"type": "integer", "minimum": 1},
             "duration_s": {"type": "integer", "minimum": 1},
             "direction": {"enum": ["unidirectional", "bidirectional"]},
-            "gpudirect": {"enum": ["on", "off"]},
+            "gpudirect": {"enum": ["on", "off"]},  # buffers in GPU memory (--use_cuda), see perftest_steps
+            "path": {"enum": ["peermem", "dmabuf"]},  # how GPU memory is registered when gpudirect is on
             "qps": {"type": "integer", "minimum": 1},
         },
     },

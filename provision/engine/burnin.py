@@ -17,6 +17,7 @@ check is never re-run.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import Counter
@@ -25,14 +26,14 @@ from typing import Callable, Sequence
 
 from provision import profiles
 from provision.checks import Check, registry
-from provision.checks.base import Step
+from provision.checks.base import Step, gathered_steps, parse_outputs
 from provision.engine import cluster, readiness
 from provision.engine.control import Control
 from provision.engine.jobs import Job, plan, target
 from provision.engine.scheduler import Scheduler
 from provision.engine.transport import CommandResult, Connection, Transport
 from provision.engine.verdict import not_applicable, verdict
-from provision.errors import CommandError, ProfileError
+from provision.errors import CommandError, ParseError, ProfileError
 from provision.inventory import NVLINK_DOMAIN_VAR, Host
 from provision.results.events import JobFinished, JobStarted, Planned
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
@@ -92,6 +93,11 @@ class Burnin:
         self.cluster: dict | None = None
         self.on_result: Callable[[CheckResult], None] | None = None
         self.say_lock = threading.Lock()
+        # The outputs later checks are built from or judge (``Check.uses``, ``Check.gathers``): (check id, host) ->
+        # (its steps, its outputs by step key, its saved raw outputs); kept only for the checks some check names.
+        self.kept: set[str] = set()
+        self.outputs: dict[tuple[str, str], tuple[list[Step], dict[str, str], list[RawOutput]]] = {}
+        self.outputs_lock = threading.Lock()
         for state in self.states.values():
             try:
                 state.profile = profiles.for_host(str(state.host.profile), state.host.vars, state.name)
@@ -104,6 +110,7 @@ class Burnin:
         with ``scope`` cluster or all, the cluster procedure (``cluster.Procedure``, through this
         engine's procedure protocol) when checks of each of its roles are among ``checks``.
         ``self.cluster`` holds the procedure's rounds and suspects."""
+        self.kept = {c.gathers for c in checks if c.gathers} | {u for c in checks for u in c.uses}
         procedure = scope != "node" and cluster.runs(checks)
         static = [c for c in checks if c.role is None
                   and (scope == "all" or (c.scope is Scope.NODE) == (scope == "node"))]
@@ -180,6 +187,33 @@ class Burnin:
 
     def _execute(self, job: Job) -> CheckResult:
         check, states = job.check, [self.states[h] for h in job.hosts]
+        if check.gathers:  # runs nothing on the hosts: one unreachable host is left out, not the whole group's error
+            return self._gathered(job, check, states)
+        early = self._not_run_here(job, check, states)
+        if early is not None:
+            return early
+        profile = states[0].judged_by
+        job_target = target(check, tuple(s.host for s in states))
+        steps, problem = self._steps(check, states[0], profile, job_target)
+        if problem:
+            return self._error(job, problem)
+        timeout_s = float((states[0].host.vars.get("provision_check_timeouts") or {}).get(check.id, check.timeout_s))
+        raw: list[RawOutput] = []
+        try:
+            texts, failures = self._run_steps(job, states, steps, timeout_s, raw)
+        except CommandError as exc:
+            return self._error(job, str(exc), raw)
+        out = self._error(job, "; ".join(failures)) if failures else verdict(check, job.hosts, check.scope, profile,
+                                                                             texts, job_target, steps)
+        out.raw = raw
+        if check.id in self.kept and not failures:
+            with self.outputs_lock:
+                self.outputs[(check.id, states[0].name)] = (steps, texts, raw)
+        return out
+
+    def _not_run_here(self, job: Job, check: Check, states: list[HostState]) -> CheckResult | None:
+        """The result of a job that cannot run on its hosts (a host without a profile or connection, a platform the
+        check does not apply to, an NVLink domain missing or of one tray), after connecting; None when it can run."""
         problems = [s.problem for s in states if s.problem]
         if problems:
             return self._error(job, "; ".join(problems))
@@ -202,23 +236,64 @@ class Burnin:
                                f"{states[0].host.nvlink_domain} has one tray in this run (or shard); a multi-node "
                                "NVLink test needs two", scope=check.scope)
         unreachable = [p for p in (self._connect(s) for s in states) if p]
-        if unreachable:
-            return self._error(job, "; ".join(unreachable))
-        profile = states[0].judged_by
-        job_target = target(check, tuple(s.host for s in states))
+        return self._error(job, "; ".join(unreachable)) if unreachable else None
+
+    def _steps(self, check: Check, state: HostState, profile: profiles.Profile, job_target) -> tuple[list[Step], str]:
+        """The job's steps, or why there are none: a profile that lacks a reference the check needs, or (a check that
+        ``uses`` others) an input its node did not give: built from what the node showed, never guessed."""
         try:
-            steps = check.steps(profile, job_target)
+            if not check.uses:
+                return check.steps(profile, job_target), ""
+            seen, missing = self._seen(check, state)
+            return ([], missing) if missing else (check.steps(profile, job_target, seen), "")
         except ProfileError as exc:
-            return self._error(job, str(exc))
-        timeout_s = float((states[0].host.vars.get("provision_check_timeouts") or {}).get(check.id, check.timeout_s))
+            return [], str(exc)
+
+    def _seen(self, check: Check, state: HostState) -> tuple[dict[str, dict], str]:
+        """(check id -> parsed outputs on ``state``'s node of each check ``check`` uses, why some are missing)."""
+        checks, seen, missing = registry(), {}, []
+        for used in check.uses:
+            found = self.outputs.get((used, state.name))
+            if found is None:
+                missing.append(used)
+                continue
+            try:
+                seen[used] = parse_outputs(checks[used], found[0], found[1])
+            except ParseError as exc:
+                missing.append(f"{used} ({exc})")
+        why = (f"needs this run's {', '.join(missing)} output of {state.name} to build its steps, which it did not "
+               "give (see that check's result)") if missing else ""
+        return seen, why
+
+    def _gathered(self, job: Job, check: Check, states: list[HostState]) -> CheckResult:
+        """A ``gathers`` check's verdict over the outputs its source check gave on the job's hosts in this run; a
+        host that gave none (unreachable, its check errored) is left out and named."""
+        profile = next((s.profile for s in states if s.profile is not None), None)
+        if profile is None:
+            return self._error(job, "; ".join(s.problem for s in states if s.problem) or "no host has a profile")
+        skipped = not_applicable(check, job.hosts, check.scope, profile)
+        if skipped is not None:
+            return skipped
+        job_target = target(check, tuple(s.host for s in states))
+        source = registry()[check.gathers]
+        texts: dict[str, str] = {}
         raw: list[RawOutput] = []
-        try:
-            texts, failures = self._run_steps(job, states, steps, timeout_s, raw)
-        except CommandError as exc:
-            return self._error(job, str(exc), raw)
-        out = self._error(job, "; ".join(failures)) if failures else verdict(check, job.hosts, check.scope, profile,
-                                                                             texts, job_target, steps)
+        left_out = []
+        for host in job.hosts:
+            found = self.outputs.get((source.id, host))
+            if found is None:
+                left_out.append(host)
+                continue
+            texts.update({f"{host}/{key}": text for key, text in found[1].items()})
+            raw += [RawOutput(f"{host}/{r.key}", r.host, r.path, r.stderr, r.server) for r in found[2]]
+        if not texts:
+            return self._error(job, f"no host gave {source.id} outputs to compare (see {source.id}'s results)", raw)
+        steps = gathered_steps(source, profile, job_target)
+        out = verdict(check, job.hosts, check.scope, profile, texts, job_target, steps)
         out.raw = raw
+        if left_out:
+            out.message += (f"; left out {len(left_out)} host(s) whose {source.id} gave no outputs: "
+                            + ", ".join(left_out[:8]) + (" ..." if len(left_out) > 8 else ""))
         return out
 
     def _connect(self, state: HostState) -> str:
@@ -260,9 +335,11 @@ class Burnin:
                 break
             runner, server_state = states[step.on], states[step.server_on]
             result, server = self._run_step(step, runner, server_state, timeout_s)
+            if step.exit_judged and result.stderr.strip():  # its failure texts go to stderr: the parser reads both
+                result = dataclasses.replace(result, stdout=result.stdout + result.stderr, stderr="")
             raw.append(self._save(job, runner.name, step, len(steps), result, server))
             texts[step.key] = result.stdout
-            problem = (server[1] if server and server[1] else "") or _run_problem(result, timeout_s)
+            problem = (server[1] if server and server[1] else "") or _run_problem(result, timeout_s, step.exit_judged)
             if problem:
                 failures.append(f"{step.key + ': ' if step.key else ''}{problem}")
         return texts, failures
@@ -303,6 +380,14 @@ class Burnin:
         return RawOutput(step.key, host, rel, stderr, served)
 
 
+def with_inputs(selected: list[Check], registered: Sequence[Check]) -> list[Check]:
+    """``selected`` plus the checks their ``uses`` and ``gathers`` name (asking for gpudirect brings topology),
+    in registry order: a check's inputs are never left out of a run that asks for it."""
+    wanted = {c.id for c in selected}
+    wanted |= {i for c in selected for i in (*c.uses, *([c.gathers] if c.gathers else []))}
+    return [c for c in registered if c.id in wanted] if wanted != {c.id for c in selected} else selected
+
+
 def _small_stacks() -> int:
     """Give the threads started from now on ``THREAD_STACK_BYTES`` of stack; return the size
     before (0: the platform's default), for ``threading.stack_size`` to restore. A platform that
@@ -329,13 +414,14 @@ def parse_os_release(text: str) -> dict:
     return out
 
 
-def _run_problem(result: CommandResult, timeout_s: float) -> str:
-    """Why a step's run cannot be judged ('' when it can)."""
+def _run_problem(result: CommandResult, timeout_s: float, exit_judged: bool = False) -> str:
+    """Why a step's run cannot be judged ('' when it can); ``exit_judged``: a nonzero exit is the parser's to read
+    (``Step.exit_judged``), a timeout or a missing tool is not."""
     if result.timed_out:
         return f"{result.argv[0]} timed out after {timeout_s:.0f} s (hung tool?)"
     if result.rc == 127:
         return f"{result.argv[0]} is not installed (exit 127)"
-    if result.rc != 0:
+    if result.rc != 0 and not exit_judged:
         last = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
         return f"{result.argv[0]} exited {result.rc}: {last[:200]}"
     return ""
@@ -350,7 +436,8 @@ def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, trans
     (when given) receives the cluster procedure's record (``groups``: fabric, rounds, suspects)
     when the procedure ran."""
     registered = list(registry().values())
-    checks = cluster.completed([c for c in registered if (c.id in only if only else not c.optional)], registered)
+    checks = with_inputs(cluster.completed([c for c in registered if (c.id in only if only else not c.optional)],
+                                           registered), registered)
     engine = Burnin(hosts, records, rundir, transport, control or Control(), forks)
     results = engine.run(checks, record, scope, schedule_name)
     if cluster_out is not None and engine.cluster is not None:

@@ -211,3 +211,69 @@ def _short_bus(bus: str) -> str:
     if len(parts) == 3:
         parts[0] = parts[0].lstrip("0")
     return ":".join(parts)
+
+
+# Firmware and settings fields (issue 33): paths per format, newest first. The text report prints
+# "Inforom Version / Image Version", "MIG Mode / Current", "ECC Mode / Current", "Applications Clocks /
+# Graphics, Memory"; the XML the same under <inforom_version><img_version>, <mig_mode><current_mig>,
+# <ecc_mode><current_ecc>, <applications_clocks><graphics_clock>/<mem_clock>. Power limits: 535+
+# "GPU Power Readings"/<gpu_power_readings> "Current Power Limit"/<current_power_limit>; older drivers
+# "Power Readings"/<power_readings> "Power Limit"/<power_limit> or "Enforced Power Limit"/<enforced_power_limit>.
+TEXT_SETTINGS = {
+    "vbios": ("vbios version",), "inforom": ("inforom version", "image version"),
+    "gsp": ("gsp firmware version",), "mig": ("mig mode", "current"), "ecc_mode": ("ecc mode", "current"),
+    "power_limit": [(s, k) for s in ("gpu power readings", "power readings")
+                    for k in ("current power limit", "power limit", "enforced power limit")],
+    "default_power_limit": [(s, "default power limit") for s in ("gpu power readings", "power readings")],
+    "max_power_limit": [(s, "max power limit") for s in ("gpu power readings", "power readings")],
+    "clocks": ("applications clocks", ("graphics",), ("memory",)),
+    "default_clocks": ("default applications clocks", ("graphics",), ("memory",)),
+}
+XML_SETTINGS = {
+    "vbios": ("vbios_version",), "inforom": ("inforom_version", "img_version"),
+    "gsp": ("gsp_firmware_version",), "mig": ("mig_mode", "current_mig"), "ecc_mode": ("ecc_mode", "current_ecc"),
+    "power_limit": [(s, k) for s in ("gpu_power_readings", "power_readings")
+                    for k in ("current_power_limit", "power_limit", "enforced_power_limit")],
+    "default_power_limit": [(s, "default_power_limit") for s in ("gpu_power_readings", "power_readings")],
+    "max_power_limit": [(s, "max_power_limit") for s in ("gpu_power_readings", "power_readings")],
+    "clocks": ("applications_clocks", ("graphics_clock",), ("mem_clock",)),
+    "default_clocks": ("default_applications_clocks", ("graphics_clock",), ("mem_clock",)),
+}
+
+
+def settings(get: Getter, names: dict) -> dict:
+    """Firmware versions, MIG and ECC modes, power limits (W) and application clocks (MHz) of one GPU;
+    None where the field is absent or printed as "N/A"."""
+    return {
+        "vbios_version": _printed(get(*names["vbios"])),
+        "inforom_image_version": _printed(get(*names["inforom"])),
+        "gsp_firmware_version": _printed(get(*names["gsp"])),
+        "mig_mode_current": _mode(get(*names["mig"])),
+        "ecc_mode_current": _mode(get(*names["ecc_mode"])),
+        "power_limit_W": _watts(get, names["power_limit"], "power limit"),
+        "default_power_limit_W": _watts(get, names["default_power_limit"], "default power limit"),
+        "max_power_limit_W": _watts(get, names["max_power_limit"], "max power limit"),
+        "applications_clocks_MHz": _clocks(get, names["clocks"]),
+        "default_applications_clocks_MHz": _clocks(get, names["default_clocks"]),
+    }
+
+
+def _mode(text: str | None) -> str | None:
+    """"Enabled"/"Disabled" as printed; None for "N/A", an error text or any other word."""
+    value = _printed(text)
+    return value if value in ("Enabled", "Disabled") else None
+
+
+def _watts(get: Getter, paths: Sequence[tuple[str, ...]], what: str) -> float | None:
+    value = first_number(get, paths)
+    return None if value is None else float(non_negative(value, what, "W"))
+
+
+def _clocks(get: Getter, names: tuple) -> dict | None:
+    """{"graphics": MHz, "memory": MHz}, or None unless both are printed as numbers."""
+    base, graphics, memory = names
+    values = [num(get(base, *graphics)), num(get(base, *memory))]
+    if any(v is None for v in values):
+        return None
+    return {"graphics": int(non_negative(values[0], "applications graphics clock", "MHz")),
+            "memory": int(non_negative(values[1], "applications memory clock", "MHz"))}

@@ -11,6 +11,12 @@ One port record per port in every format:
 
 ``state`` and ``physical_state`` are normalised to ibstat's words ("Active",
 "LinkUp") from the numeric codes; ``*_raw`` keep what was printed.
+``cas``: one record per CA/hca_id in order, {``ca``, ``fw_ver`` (ibv_devinfo "fw_ver", ibstat
+"Firmware version"), ``board_id`` (ibv_devinfo "board_id", the adapter's PSID such as
+"MT_0000000838"), ``node_guid`` (ibv_devinfo "node_guid", ibstat "Node GUID"), ``ports``: [{``port``,
+``active_mtu``, ``max_mtu`` (bytes as ibv_devinfo prints them, "4096 (5)" -> 4096; None where not
+printed), ``link_layer``}]}.
+
 Units: ``rate_Gbps`` Gb/s (None where the tool does not print it: plain
 ibv_devinfo). Raises ParseError when no CA/device/hca_id header is present.
 """
@@ -34,12 +40,14 @@ def parse(text: str) -> dict:
     """Parse any of the three formats into the contract's dict (see module doc)."""
     require_text(text, "ibstat/ibstatus/ibv_devinfo")
     ports: list[dict] = []
+    cas: list[dict] = []
     ca: dict = {}
     tool = None
     for row in lines(text):
         header = _header(row, ports)
         if header:
             tool, ca = header
+            cas.append(ca)
         port = _PORT.match(row)
         if port and ca and tool != "ibstatus":
             ports.append(_new_port(ca, to_int(port.group(1) or port.group(2), "port number")))
@@ -52,7 +60,31 @@ def parse(text: str) -> dict:
     # Every format prints the link layer last (or near last) for each port.
     complete = bool(ports) and ports[-1]["ca"] == ca["name"] and any(
         k in ports[-1] for k in ("link layer", "link_layer"))
-    return {"tool": tool, "complete": complete, "ports": [_port(p) for p in ports]}
+    records = _cas(cas, ports)  # before _port() drops each port's "_ca"
+    return {"tool": tool, "complete": complete, "ports": [_port(p) for p in ports], "cas": records}
+
+
+def _cas(cas: list[dict], ports: list[dict]) -> list[dict]:
+    """``cas`` records with their ports, grouped in one pass (no scan of the ports per CA)."""
+    grouped: dict[int, list[dict]] = {id(c): [] for c in cas}
+    for port in ports:
+        grouped[id(port["_ca"])].append(port)
+    return [_ca(c, grouped[id(c)]) for c in cas]
+
+
+def _ca(ca: dict, ports: list[dict]) -> dict:
+    """The contract's CA record: firmware, board id, node GUID and each port's MTUs and link layer."""
+    return {"ca": ca["name"], "fw_ver": clean(ca.get("fw_ver") or ca.get("firmware version")),
+            "board_id": clean(ca.get("board_id")), "node_guid": clean(ca.get("node_guid") or ca.get("node guid")),
+            "ports": [{"port": p["port"], "active_mtu": _mtu(p.get("active_mtu"), p),
+                       "max_mtu": _mtu(p.get("max_mtu"), p),
+                       "link_layer": clean(p.get("link layer") or p.get("link_layer"))} for p in ports]}
+
+
+def _mtu(value: str | None, port: dict) -> int | None:
+    """Bytes from ibv_devinfo's "4096 (5)"; None where not printed."""
+    mtu = num(value)
+    return None if mtu is None else int(non_negative(mtu, f"{port['ca']} port {port['port']} MTU", "bytes"))
 
 
 def _header(row: str, ports: list[dict]) -> tuple[str, dict] | None:

@@ -10,6 +10,17 @@ and rows, ``-a`` runs with one row per size (the last, largest row is reported,
 all are in ``rows``), and server and client output concatenated in one file
 (the last result table is reported; ``result_tables`` counts them).
 
+GPUDirect runs (``--use_cuda=N``, ``--use_cuda_bus_id``, ``--use_cuda_dmabuf``; perftest 4.4+ /
+25.x, src/cuda_memory.c): ``cuda`` is {``device`` ("Picking device No. N", "Picking GPU number N", or
+the "[pid = P, dev = N] device name = [...]" line of old perftest that printed "There are N devices
+supporting CUDA, picking first..."), ``pci`` (the picked device's "CUDA device N: PCIe address is
+BB:DD" as printed, or the bus id after "Finding PCIe BUS"), ``name`` (the "device name = [...]"),
+``dmabuf`` (perftest printed "using DMA-BUF for GPU buffer" or "Calling ibv_reg_dmabuf_mr")}, None
+when the run printed no "initializing CUDA" line. ``errors``: perftest's failure lines (stripped, as
+printed) from ``_ERRORS``; a text with such a line and no result table parses (``bw_avg_Gbps`` None,
+``complete`` true: the run ended in its failure) so a check can fail it; a text with neither a result,
+a known failure, nor perftest's banner raises ParseError.
+
 Units: ``bw_avg_Gbps`` converts MB/sec (x8/1000), MiB/sec (x8x2^20/1e9), Gb/sec
 (as is); latencies in usec. ``complete`` is false when the last table is not
 closed by a dashed line. Raises ParseError without a "#bytes" result header.
@@ -19,13 +30,36 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from provision.parsers._util import lines, non_negative, num, refuse, require_text
+from provision.parsers._util import lines, non_negative, num, refuse, require_text, to_int
 
 TOOL = "perftest"
 TOOLS = (TOOL,)
 _KEY_CHARS = frozenset("*. -")  # with word characters, what a settings key is made of ("ibv_wr* API")
 _UNIT = re.compile(r"BW average\[([^\]]+)\]")
 _TO_GBPS = {"MB/sec": 8 / 1000, "MiB/sec": 8 * 2**20 / 1e9, "Gb/sec": 1.0, "Gbit/sec": 1.0}
+# Failure lines perftest prints (fprintf(stderr, ...) unless noted), at linux-rdma/perftest
+# 00b55b6660d0170dabe2c1b49193e8fbe265086e: src/perftest_resources.c:2306 "Couldn't allocate MR with
+# error=%d" (older perftest, and :4298, "Couldn't allocate MR"), :2309 "OFED stack does not support
+# DMA-BUF", :2471/:2480 "failed to create mr", :2800 "Failed to init memory", :2814 "Failed to create
+# MR"; src/write_bw.c:174 (and the other tests) " Couldn't create IB resources"; src/cuda_memory.c
+# (printf): :60 "cuInit(0) returned %d", :67 "cuDeviceGetCount() returned %d", :72 "There are no
+# available device(s) that support CUDA", :76 "No such device ID (%d) exists in system", :101
+# "cuCtxCreate_v2() error=%d" (older "cuCtxCreate() error="), :108 "cuCtxSetCurrent() error=%d", :146
+# "Failed to load CUDA library dynamically", :163 "cuDeviceGetByPCIBusId failed with error: ...",
+# :171 "Couldn't init GPU context: %d", :181 "DMA-BUF is not supported on this GPU", :226
+# "cuMemAllocHost error=%d", :236 "cuMemAlloc error=%d", :271 "support for
+# CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE is missing", :278 "cuMemGetHandleForAddressRange
+# error=%d"; src/perftest_parameters.c:3706 "CUDA DMA-BUF cannot be used without CUDA".
+_ERRORS = ("Couldn't allocate MR", "OFED stack does not support DMA-BUF", "failed to create mr",
+           "Failed to init memory", "Failed to create MR", "Couldn't create IB resources", "cuInit(0) returned",
+           "cuDeviceGetCount() returned", "There are no available device(s) that support CUDA",
+           "No such device ID", "cuCtxCreate", "cuCtxSetCurrent() error", "Failed to load CUDA library",
+           "cuDeviceGetByPCIBusId failed", "Couldn't init GPU context", "DMA-BUF is not supported on this GPU",
+           "cuMemAllocHost error", "cuMemAlloc error", "support for CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE",
+           "cuMemGetHandleForAddressRange error", "CUDA DMA-BUF cannot be used without CUDA")
+_CUDA_PICK = re.compile(r"^Picking (?:device No\.|GPU number) (\d{1,6})$")
+_CUDA_DEV = re.compile(r"^\[pid = \d{1,12}, dev = (\d{1,6})\] device name = \[(.*)\]$")
+_CUDA_PCI = re.compile(r"^CUDA device (\d{1,6}): PCIe address is (\S+)$")
 _LAT_KEYS = ["t_min_usec", "t_max_usec", "t_typical_usec", "t_avg_usec", "t_stdev_usec",
              "p99_usec", "p99_9_usec"]
 
@@ -35,10 +69,13 @@ def parse(text: str) -> dict:
     require_text(text, "perftest")
     rows = lines(text)
     tables = _tables(rows)
+    extra = {"cuda": _cuda(rows), "errors": _errors(rows)}
+    if not tables and extra["errors"]:
+        return _started_only(rows) | extra | {"complete": True}  # the run ended in a known failure
     if not tables and any(_title(r) for r in rows) and any("Device" in r for r in rows):
-        return _started_only(rows)  # the test's banner, cut before any result
+        return _started_only(rows) | extra  # the test's banner, cut before any result
     if not tables:
-        raise refuse("perftest", "no '#bytes #iterations ...' result header")
+        raise refuse("perftest", "no '#bytes #iterations ...' result header or known failure line")
     header_at, data, closed = tables[-1]
     settings = _settings(rows[:header_at])
     table = [_row(rows[header_at], r) for r in data]
@@ -46,7 +83,7 @@ def parse(text: str) -> dict:
               "test": settings.get("title"), "device": settings.get("Device"),
               "link_type": settings.get("Link type"), "transport": settings.get("Transport type"),
               "connection": settings.get("Connection type"), "mtu": settings.get("Mtu"),
-              "rows": table}
+              "rows": table, **extra}
     last = table[-1] if table else {}
     result.update(msg_size=last.get("msg_size"), iterations=last.get("iterations"))
     result.update({k: v for k, v in last.items() if k not in ("msg_size", "iterations")})
@@ -66,11 +103,42 @@ def _started_only(rows: list[str]) -> dict:
     result: dict[str, Any] = {"tool": TOOL, "complete": False, "result_tables": 0, "test": settings.get("title"),
               "device": settings.get("Device"), "link_type": settings.get("Link type"), "rows": [],
               "msg_size": None, "iterations": None}
-    if "BW" in (settings.get("title") or ""):
+    if "BW" in (settings.get("title") or "") or not settings.get("title"):
         result.update(bw_peak=None, bw_avg=None, units=None, bw_avg_Gbps=None)
     else:
         result.update({key: None for key in _LAT_KEYS})
     return result
+
+
+def _errors(rows: list[str]) -> list[str]:
+    """perftest's failure lines (``_ERRORS``), stripped, in order."""
+    return [row.strip() for row in rows if row.strip().startswith(_ERRORS)]
+
+
+def _cuda(rows: list[str]) -> dict | None:
+    """The CUDA device a ``--use_cuda`` run picked (see module doc); None without "initializing CUDA"."""
+    if not any(row.strip() == "initializing CUDA" for row in rows):
+        return None
+    device: int | None = None
+    name: str | None = None
+    pci: str | None = None
+    addresses: dict[int, str] = {}
+    dmabuf = False
+    for row in rows:
+        stripped = row.strip()
+        if (pick := _CUDA_PICK.match(stripped)) and device is None:
+            device = to_int(pick.group(1), "CUDA device")
+        elif dev := _CUDA_DEV.match(stripped):
+            device = to_int(dev.group(1), "CUDA device") if device is None else device
+            name = dev.group(2).strip() or None
+        elif address := _CUDA_PCI.match(stripped):
+            addresses.setdefault(to_int(address.group(1), "CUDA device"), address.group(2))
+        elif stripped.startswith("Finding PCIe BUS "):
+            pci = stripped.removeprefix("Finding PCIe BUS ").strip() or None
+        elif stripped.startswith(("using DMA-BUF for GPU buffer", "Calling ibv_reg_dmabuf_mr")):
+            dmabuf = True
+    return {"device": device, "pci": addresses.get(device, pci) if device is not None else pci,
+            "name": name, "dmabuf": dmabuf}
 
 
 def _tables(rows: list[str]) -> list[tuple[int, list[str], bool]]:

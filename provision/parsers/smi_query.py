@@ -13,7 +13,10 @@ ECC naming across driver branches, volatile counters:
 Power "Power Draw", or "Instantaneous Power Draw" / "Average Power Draw" (545+).
 
 Fabric ("Fabric": State, Status, CliqueId, ClusterUUID, Health/Summary, Health/Bandwidth),
-"GPU Recovery Action" and lost GPUs as in ``smi_xml`` (same contract keys).
+"GPU Recovery Action", lost GPUs and the firmware and settings fields ("VBIOS Version", "Inforom
+Version / Image Version", "GSP Firmware Version", "MIG Mode / Current", "ECC Mode / Current", "Current
+Power Limit" or older "Power Limit"/"Enforced Power Limit", "Default"/"Max Power Limit", "Applications
+Clocks" and "Default Applications Clocks" / Graphics, Memory) as in ``smi_xml`` (same contract keys).
 
 Units: temperature C, power W. "N/A" is None. Raises ParseError when no
 "Driver Version : ..." line is present. ``complete`` is false when fewer GPU
@@ -125,6 +128,8 @@ def _gpu(bus_id: str, tree: dict) -> dict:
         "width_current": common.number(get("pci", "gpu link info", "link width", "current")),
         "width_max": common.number(get("pci", "gpu link info", "link width", "max")),
         "pcie_replays": common.number(get("pci", "replays since reset")),
+        "persistence_mode": get("persistence mode"),
+        **common.settings(get, common.TEXT_SETTINGS),
         "recovery_action": common.recovery_action(get("gpu recovery action")),
         "fabric": common.fabric(get, "fabric", common.TEXT_FABRIC, isinstance(tree.get("fabric"), dict)),
         "lost": False,

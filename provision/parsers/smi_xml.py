@@ -11,6 +11,12 @@ Field paths by schema generation:
 - Fabric (R550+): ``fabric/state``, ``status``, ``cliqueId``, ``clusterUuid``, ``health/summary``
   (R570+), ``health/bandwidth``; ``fabric`` is None where the GPU has no ``<fabric>`` element.
   ``recovery_action`` is ``gpu_recovery_action`` (R565+) as printed ("None", "GPU Reset", ...).
+- Firmware and settings: ``vbios_version``, ``inforom_image_version`` (``inforom_version/img_version``),
+  ``gsp_firmware_version``, ``mig_mode_current``, ``ecc_mode_current`` ("Enabled"/"Disabled"; N/A is
+  None), ``power_limit_W`` (``gpu_power_readings/current_power_limit``, v11 and older
+  ``power_readings/power_limit`` or ``enforced_power_limit``), ``default_power_limit_W``,
+  ``max_power_limit_W``, ``applications_clocks_MHz`` and ``default_applications_clocks_MHz``
+  ({"graphics", "memory"} from ``graphics_clock``/``mem_clock``, or None).
 - A lost GPU: a field printed "GPU is lost", or "Unknown Error" for the product name, gives
   ``lost`` true and None for every field printed as an error; a GPU named only in an "Unable to
   determine the device handle for GPU...: GPU is lost|Unknown Error" line beside the XML is a
@@ -112,6 +118,7 @@ def _gpu(element: ET.Element) -> dict:
         "width_max": common.number(get(*link, "link_widths", "max_link_width")),
         "pcie_replays": common.number(get("pci", "replay_counter")),
         "persistence_mode": get("persistence_mode"),
+        **common.settings(get, common.XML_SETTINGS),
         "clocks_event_reasons_active": _active_reasons(element),
         "recovery_action": common.recovery_action(get("gpu_recovery_action")),
         "fabric": common.fabric(get, "fabric", common.XML_FABRIC, element.find("fabric") is not None),

@@ -69,7 +69,7 @@ PLATFORMS = {
 # supports PCI devices 2941 (GB200 NVL) and 31c2 (GB300 NVL) only, and refuses a head node with any other GPU.
 MNDIAG_MODELS = ("GB200", "GB300")
 FEATURES = tuple(PLATFORMS)  # every trait ``Profile.has`` answers
-SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
+SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan", "provision_firmware")  # site.schema.json
 
 
 @dataclass(frozen=True)
@@ -216,6 +216,8 @@ class Profile:
         site = {}
         if "provision_storage" in facts:
             site["storage"] = {"bonding_dir": BONDING_DIR, **facts["provision_storage"]}
+        if "provision_firmware" in facts:  # the firmware manifest (provision.checks.versions)
+            site["firmware"] = dict(facts["provision_firmware"])
         return self if site == self.site else dataclasses.replace(self, site=freeze(site))
 
     def for_target(self, target: str | None) -> "Profile":

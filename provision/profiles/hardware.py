@@ -46,6 +46,7 @@ class GPU:
     nvlink: NVLink | None = None
     bus_ids: tuple[str, ...] = ()  # the board's GPU PCI bus ids in nvidia-smi order (empty: not known)
     host_link: str = "pcie"  # how the GPUs reach the host CPU: pcie, or c2c (NVLink-C2C to a Grace CPU)
+    mig: bool = False  # the GPUs run in MIG mode (gpu_settings expects it on); false: whole GPUs
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def build(data: Mapping) -> Hardware:
                 memory_error_mechanism=str(gpu["memory_error_mechanism"]),
                 nvlink=NVLink(int(nvlink["version"]), int(nvlink["links"]), nvlink["speed_GBps"])
                 if nvlink else None,
-                bus_ids=tuple(gpu.get("bus_ids") or ()), host_link=str(gpu.get("host_link", "pcie"))),
+                bus_ids=tuple(gpu.get("bus_ids") or ()), host_link=str(gpu.get("host_link", "pcie")),
+                mig=bool(gpu.get("mig", False))),
         hca=HCA(count=int(hca["count"]), model=hca.get("model"), rate_Gbps=hca.get("rate_Gbps"),
                 link_layer=hca.get("link_layer"), pcie=_pcie(hca.get("pcie")),
                 devices=tuple(hca["devices"]) if hca.get("devices") is not None else None),

@@ -62,7 +62,8 @@ def render(run: Run, rundir: RunDir | None = None, trend: Trend | None = None, p
     return _template("report.html.j2").render(
         run=run, verdicts=verdicts, counts={v: list(verdicts.values()).count(v) for v in ORDER},
         failures=failures(run), plots=plots(run), cluster=cluster(run), hosts=hosts, pages=pages,
-        sources=sources(run), number=number, outcome=run.outcome(), fabric=fabric(run))
+        sources=sources(run), number=number, outcome=run.outcome(), fabric=fabric(run),
+        versions=summary.versions(run))
 
 
 def fabric(run: Run) -> dict:

@@ -22,6 +22,10 @@ name, ``_seconds``, ``_bytes_per_second``, ``_celsius``):
   ``fabric`` for a cable), 0 to 1.
 - ``provision_burnin_regression_ratio{host,device,metric,as}`` per regressed measurement (its own series:
   a regression as a warning passes its host): measured over the baseline, ``as`` warning or failure.
+- ``provision_burnin_finding_failed{host,check,device,metric,fault}`` 1 per failing finding of a check (not the
+  localization's or the history's, which have their own series): the device and the reason, as the console and
+  JUnit name them; host is the finding's (a group test's blamed host) or the result's. Only failures make series,
+  so a healthy 1,250-node run adds none.
 - per measured finding, converted from the check's unit (``MEASURES``), labels {host, device}; host is
   the result's hosts joined by '+' for a pair or group test, the last measurement of a series wins.
 
@@ -65,6 +69,9 @@ MEASURES = {
     ("storage", "write_bw_MiBps"): ("storage_write_bandwidth_bytes_per_second", MiB,
                                     "Sequential write bandwidth to the checkpoint store (fio)."),
     ("gpu_health", "temp_C"): ("gpu_temperature_celsius", 1.0, "GPU temperature (nvidia-smi)."),
+    ("gpudirect", "bw_avg_Gbps"): ("gpudirect_write_bandwidth_bytes_per_second", Gb,
+                                   "GPUDirect RDMA write bandwidth of an HCA with its nearest GPU's memory (perftest "
+                                   "ib_write_bw --use_cuda)."),
 }
 WORST = (Outcome.ERROR, Outcome.FAIL, Outcome.UNTESTED, Outcome.PASS, Outcome.SKIPPED)
 VERDICTS = ("pass", "fail", "error")
@@ -93,6 +100,7 @@ class RunCollector(Collector):
         yield from _fabric(self.run)
         yield from _suspects(self.run)
         yield from _regressions(self.run)
+        yield from _failed_findings(self.run)
         yield from _measures(self.run)
 
 
@@ -169,6 +177,20 @@ def _regressions(run: Run) -> Iterator[Metric]:
                                    "(warning or failure).", labels=["host", "device", "metric", "as"])
         for labels, value in sorted(rows.items()):
             family.add_metric(list(labels), value)
+        yield family
+
+
+def _failed_findings(run: Run) -> Iterator[Metric]:
+    """Each failing finding of a check: its host, check, device, metric and fault code (module doc)."""
+    rows = {(f.host or r.host, r.check, f.device, f.metric, f.fault) for r in run.results
+            if r.check not in (LOCALIZE, REGRESSION) and r.outcome is Outcome.FAIL and not r.evidence
+            for f in r.findings if not f.ok}
+    if rows:
+        family = GaugeMetricFamily(PREFIX + "finding_failed", "A failing finding of a burn-in check: the host, the "
+                                   "device and the fault code (provision/checks/faults.yaml).",
+                                   labels=["host", "check", "device", "metric", "fault"])
+        for labels in sorted(rows):
+            family.add_metric(list(labels), 1.0)
         yield family
 
 

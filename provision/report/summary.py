@@ -55,11 +55,54 @@ def render(run: Run) -> str:
     out += [f"{r.check} [{r.host}]: {MARK[r.outcome.value]}" for r in run.results
             if r.scope is not Scope.NODE and not r.evidence and (len(verdicts) <= TABLE_HOSTS or r.outcome in BAD)]
     out += _cluster(run)
+    out += _versions(run)
     found = groups(run)
     if found:
         out += ["", f"failures ({len(found)} kinds, by check and fault code):"] + [g.line() for g in found]
     out += _gaps(run)
     return "\n".join(out + [""] + closing(run))
+
+
+DISTRIBUTION = "_distribution"  # a finding's metric suffix: one row of a fleet's version distribution
+
+
+@dataclass(frozen=True)
+class Versions:
+    """One fleet comparison's distribution (a result whose findings have ``<field>_distribution`` metrics, as
+    firmware_fleet writes them): its ``hosts`` and, per field, [(value, how many units, their hostlist)]."""
+
+    check: str
+    hosts: tuple[str, ...]
+    fields: dict[str, list[tuple[str, str, str]]]
+
+
+def versions(run: Run) -> list[Versions]:
+    """The run's fleet version distributions, in result order (the console's and the HTML report's one source)."""
+    out = []
+    for r in run.results:
+        rows: dict[str, list[tuple[str, str, str]]] = {}
+        for f in r.findings:
+            if f.metric.endswith(DISTRIBUTION):
+                rows.setdefault(f.metric[:-len(DISTRIBUTION)], []).append((str(f.value), f.device, f.detail))
+        if rows:
+            out.append(Versions(r.check, r.hosts, rows))
+    return out
+
+
+def _versions(run: Run) -> list[str]:
+    """Per fleet comparison: the fields on which the hosts differ, each value with its count and hosts; the
+    others in one line (the HTML report has every field)."""
+    out = []
+    for v in versions(run):
+        split = {f: rows for f, rows in v.fields.items() if len(rows) > 1}
+        same = [f"{f} {rows[0][0]}" for f, rows in v.fields.items() if len(rows) == 1]
+        out += ["", f"versions across {len(v.hosts)} hosts ({v.check}): "
+                + (f"{len(split)} fields differ" if split else "every field agrees")]
+        out += [f"  {f}: " + "; ".join(f"{visible(value, False)} on {count} ({hosts})" for value, count, hosts in rows)
+                for f, rows in split.items()]
+        if same:
+            out.append("  same everywhere: " + ", ".join(visible(s, False) for s in same))
+    return out
 
 
 def closing(run: Run) -> list[str]:

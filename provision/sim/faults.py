@@ -5,8 +5,9 @@ the node's PID 1) and the kernel views derived from it; the simulated tools then
 the real tools print on such hardware. Nothing tells a tool or a check what to report.
 ``heal`` restores the model saved when the rack started.
 
-Kinds and their targets (``--device``): a GPU index, an HCA name (mlx5_N), a bond slave name,
-a GPU pair "a,b", or a tool name; ``--value`` tunes the fault (a factor, a width, a version).
+Kinds and their targets (``--device``): a GPU index, an HCA name (mlx5_N), either of them (acs_enabled), a bond
+slave name, a GPU pair "a,b", or a tool name; ``--value`` tunes the fault (a factor, a width, a version). The kinds
+on firmware and settings live in ``settingfaults``.
 
 Fabric faults edit the rack's fabric (``fabric.yaml`` in the rack's state folder, copied into
 every node, read by the simulated ibnetdiscover, ib_write_bw and all_reduce_perf). Their
@@ -26,7 +27,9 @@ from typing import Callable
 import yaml
 
 from provision.errors import ProvisionError
+from provision.sim.modeldevices import gpu as _gpu, hca as _hca
 from provision.sim import rack
+from provision.sim import settingfaults as sf
 
 MODEL = "etc/provision-sim/hardware.yaml"
 
@@ -34,7 +37,7 @@ MODEL = "etc/provision-sim/hardware.yaml"
 @dataclass(frozen=True)
 class FaultKind:
     kind: str
-    target: str  # gpu | hca | slave | pair | tool | node
+    target: str  # gpu | hca | device (a GPU or an HCA) | slave | pair | tool | node
     description: str
     apply: Callable[[dict, str, str | None], str]  # (model, device, value) -> device label
     # The nodes whose tools show the fault: None for every node; "blackwell" for a Blackwell node on driver 580,
@@ -43,19 +46,8 @@ class FaultKind:
     needs: str | None = None
 
 
-def _gpu(model: dict, device: str) -> dict:
-    try:
-        return next(g for g in model["gpus"] if g["index"] == int(device))
-    except (StopIteration, ValueError):
-        raise ProvisionError(f"--device {device!r}: no such GPU index (0..{len(model['gpus']) - 1})") from None
 
 
-def _hca(model: dict, device: str) -> dict:
-    try:
-        return next(h for h in model["hcas"] if h["name"] == device)
-    except StopIteration:
-        names = ", ".join(h["name"] for h in model["hcas"])
-        raise ProvisionError(f"--device {device!r}: no such HCA ({names})") from None
 
 
 def _pci(gpu: dict) -> str:
@@ -314,6 +306,22 @@ KINDS = {k.kind: k for k in [
     FaultKind("old_driver", "node", "an old driver still loaded (--value version, default 535.183.01)", old_driver),
     FaultKind("slow_node", "node", "every collective the node joins is slower (--value factor, default 0.7)",
               slow_node),
+    FaultKind("vbios_mismatch", "gpu", "a GPU on another VBIOS than its siblings (--value version, default "
+              f"{sf.DEFAULT_VBIOS})", sf.vbios_mismatch),
+    FaultKind("hca_firmware", "hca", "an HCA on another firmware than the rest (--value version, default "
+              f"{sf.DEFAULT_HCA_FW})", sf.hca_firmware),
+    FaultKind("acs_enabled", "device", "ACS redirect on in the PCIe switch port above a GPU or HCA (--device GPU "
+              "index or mlx5_N)", sf.acs_enabled),
+    FaultKind("peermem_missing", "node", "nvidia_peermem not loaded: GPUDirect ib_write_bw --use_cuda fails",
+              sf.peermem_missing),
+    FaultKind("governor_powersave", "node", "CPU frequency governor not performance (--value governor, default "
+              "powersave)", sf.governor_powersave),
+    FaultKind("mig_enabled", "gpu", "MIG mode enabled on a GPU", sf.mig_enabled),
+    FaultKind("power_limit", "gpu", "a GPU's power limit lowered (--value watts, default 500)", sf.power_limit),
+    FaultKind("iommu_translated", "node", "the IOMMU translates DMA (no iommu=pt): IOMMU groups of type DMA-FQ",
+              sf.iommu_translated),
+    FaultKind("mtu_low", "hca", "an HCA port's active MTU below 4096 (--value bytes, default 2048)", sf.mtu_low),
+    FaultKind("persistence_off", "gpu", "persistence mode off on a GPU", sf.persistence_off),
 ]}
 # Fabric fault kinds: (description, cable edit). The edit gets the cable dict and --value.
 FABRIC_KINDS = {
@@ -349,7 +357,8 @@ def default_device(kind: FaultKind, model: dict, rng: random.Random) -> str:
     choices = {"gpu": gpus, "hca": [h["name"] for h in model.get("hcas", [])],
                "slave": [s["name"] for s in model.get("storage", {}).get("bond", {}).get("slaves", [])],
                "pair": [",".join(p) for p in zip(gpus, gpus[1:] + gpus[:1])],
-               "tool": ["all_reduce_perf"], "node": ["node"]}[kind.target]
+               "tool": ["all_reduce_perf"], "node": ["node"],
+               "device": gpus + [h["name"] for h in model.get("hcas", [])]}[kind.target]
     if not choices:
         raise ProvisionError(f"fault {kind.kind}: this node has no {kind.target} to break")
     return rng.choice(choices)

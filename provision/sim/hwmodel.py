@@ -5,6 +5,10 @@ inside each simulated node; the simulated tools (``provision/sim/tools/``) compu
 output from it. Faults are injected by editing the model (``faults``, per-device fields,
 ``kernel_log``), never by telling a tool what to print.
 
+Firmware and settings (VBIOS, InfoROM, persistence, MIG, ECC, power limits, application clocks per GPU; board id
+and MTU per HCA) and the platform facts (BIOS, system, BMC, kernel command line, governor, IOMMU mode, loaded
+modules, the PCIe bridges above each device: ``nodefacts``) are part of the model, each with its source.
+
 Units are in the key names (``_MiB``, ``_W``, ``_C``, ``_Gbps``, ``_GBps``, ``_Mbps``).
 Layout follows an NVIDIA HGX/DGX board: GPUs and HCAs two per PCIe switch, four switches,
 two NUMA nodes (DGX H100 user guide, "System topology").
@@ -17,6 +21,8 @@ import uuid
 from pathlib import Path
 
 import yaml
+
+from provision.sim import nodefacts
 
 # Real DGX H100 GPU PCIe bus numbers (tests/data/samples/smi_table_h100x8_550.txt).
 GPU_BUSES = (0x19, 0x3B, 0x4C, 0x5D, 0x9B, 0xBB, 0xCB, 0xDB)
@@ -53,6 +59,29 @@ NO_CLUSTER = "00000000-0000-0000-0000-000000000000"
 # domain (the GB200 capture prints 2); the simulator numbers the next domains on from it.
 FIRST_CLIQUE = 2
 NOISE_PCT = 2.0
+# GPU firmware by product-name fragment: (VBIOS, InfoROM image) as the real captures print them (nvidia-smi -q
+# "VBIOS Version" and "Inforom Version / Image Version"; -q -x <vbios_version>, <inforom_version><img_version>):
+# H100 SXM5 smi_q_h100x8_535_183.txt, B200 nvidia_smi_qx_b200_8gpu_driver580_hgx.txt, GB200
+# nvidia_smi_qx_gb200_4gpu_driver580_fabric_completed.txt, A10 smi_q_a10_remap_pending_535_129.txt, T4
+# smi_qx_t4_v11_width_x8.txt (all tests/data/samples/). A model with no published capture (H200, A100, RTX 4090)
+# has none: nvidia-smi prints N/A rather than an invented version. Keys match whole words of the product name.
+GPU_FIRMWARE = (("GB200", "97.00.B9.00.69", "G548.0201.00.06"), ("B200", "97.00.FA.00.09", "G525.0220.00.03"),
+                ("H100", "96.00.74.00.01", "G520.0200.00.05"), ("A10", "94.02.5C.00.04", "G133.0215.00.06"),
+                ("T4", "90.04.84.00.06", "G183.0200.00.02"))
+# The lowest power limit nvidia-smi -pl accepts on an H100 SXM5 ("Min Power Limit : 200.00 W",
+# smi_q_h100x8_535_183.txt; the B200 capture's <min_power_limit> is 200.00 W too); other models reuse it.
+MIN_POWER_LIMIT_W = 200.0
+# HCA board id (PSID, ibv_devinfo "board_id:") by (ConnectX model, rate): a ConnectX-7 single-port OSFP NDR card
+# MCX75310AAS-NEAT is MT_0000000838 (mlxfwmanager's "PSID: MT_0000000838" beside "NVIDIA ConnectX-7 HHHL Adapter
+# card; 400GbE / NDR IB ... Single-port OSFP", and ibv_devinfo's "board_id: MT_0000000838" on CX-7 hosts, public
+# ibv_devinfo pastes); a ConnectX-6 HDR single-port QSFP56 MCX653105A-HDAT is MT_0000000223 (NVIDIA's ConnectX-6
+# firmware download table, PSID column). Others: None (ibv_devinfo then prints no board_id line, as for a device
+# whose driver does not report one).
+HCA_PSIDS = {("ConnectX-7", 400): "MT_0000000838", ("ConnectX-6", 200): "MT_0000000223"}
+# The IB MTU of a healthy NDR/HDR port: ibv_devinfo "max_mtu: 4096 (5)" and "active_mtu: 4096 (5)" (the ConnectX-7
+# hosts' ibv_devinfo in tests/data/samples/ibv_devinfo_cx7_board_id_mtu1024.txt print both; the simulator printed
+# 4096 before it had the field).
+IB_MTU = 4096
 # Healthy figures per profile name (figures.yaml), and the rack's site settings, whose
 # provision_storage is the storage bond the simulated kernel shows (site.yml).
 FIGURES = Path(__file__).with_name("figures.yaml")
@@ -147,6 +176,32 @@ def _memory_errors(gpu: dict) -> dict:
             "retired_pages": None}
 
 
+def _firmware(model: str) -> tuple[str | None, str | None]:
+    """(VBIOS, InfoROM image) of GPU product ``model`` (GPU_FIRMWARE), (None, None) without a capture."""
+    words = model.split()  # whole words: "A10" is not "A100-SXM4-80GB", "B200" not "GB200"
+    return next(((vbios, image) for key, vbios, image in GPU_FIRMWARE
+                 if any(w == key or w.startswith(key + "-") for w in words)), (None, None))
+
+
+def _settings(gpu: dict) -> dict:
+    """A healthy GPU's firmware and settings, as a provisioned node keeps them (module doc: each with its source).
+    ``gsp_firmware_version`` None: the GSP firmware is the one the loaded driver ships, printed as the driver's
+    version ("GSP Firmware Version : 535.183.01" beside "Driver Version : 535.183.01" in smi_q_h100x8_535_183).
+    Persistence on (nvidia-persistenced runs; the tool also needs the daemon), MIG off and ECC on as in the H100 and
+    B200 captures; power limit = default = max = the profile's cap ("700.00 W" x3 in the H100 capture, "1000.00 W"
+    in the B200's); application clocks = default = the maximum clocks (1980/2619 MHz in the H100 capture, 1965/3996
+    in the B200's: both at the max clocks)."""
+    vbios, image = _firmware(str(gpu["model"]))
+    cap = float(gpu["power_cap_W"])
+    apps = {"graphics": IDLE_CLOCKS_MHZ["max_graphics"], "memory": IDLE_CLOCKS_MHZ["max_memory"]}
+    return {"vbios_version": vbios, "inforom_image_version": image, "gsp_firmware_version": None,
+            "persistence_mode": "Enabled", "mig_mode": {"current": "Disabled", "pending": "Disabled"},
+            "ecc_mode": {"current": "Enabled", "pending": "Enabled"},
+            "power_limit_W": cap, "default_power_limit_W": cap, "max_power_limit_W": cap,
+            "min_power_limit_W": min(MIN_POWER_LIMIT_W, cap),
+            "applications_clocks_MHz": dict(apps), "default_applications_clocks_MHz": dict(apps)}
+
+
 def _gpu(profile: dict, hostname: str, index: int, node_index: int = 0) -> dict:
     """One healthy GPU of ``profile`` on ``hostname``."""
     gpu = profile["gpu"]
@@ -172,6 +227,7 @@ def _gpu(profile: dict, hostname: str, index: int, node_index: int = 0) -> dict:
         **_memory_errors(gpu),
         "present": True, "fallen_off_bus": False,
         "numa_node": _numa(switch), "pcie_switch": switch,
+        **_settings(gpu),
     }
 
 
@@ -192,6 +248,8 @@ def _hca(profile: dict, hostname: str, node_index: int, index: int) -> dict:
         "rate_Gbps": int(hca["rate_Gbps"]), "link_layer": hca.get("link_layer", "InfiniBand"),
         "model": hca.get("model", "ConnectX-7"), "ca_type": CA_TYPES.get(hca.get("model"), "MT4129"),
         "fw_ver": str(_yaml(FIGURES).get(profile.get("name"), {}).get("hca_fw_ver", "28.39.1002")),
+        "board_id": HCA_PSIDS.get((hca.get("model", "ConnectX-7"), int(hca["rate_Gbps"]))),
+        "active_mtu": IB_MTU, "max_mtu": IB_MTU,
         "node_guid": guid, "port_guid": guid,
         "lid": 0x10 + node_index * int(hca["count"]) + index, "sm_lid": 1,
         "pcie": {"bdf": f"0000:{_bus(index, HCA_BUSES):02x}:00.0", "gen_current": pcie["gen"],
@@ -226,16 +284,25 @@ def build(profile: dict, hostname: str, node_index: int) -> dict:
     gpu_count = int((profile.get("gpu") or {}).get("count", 0))
     hca_count = int((profile.get("hca") or {}).get("count", 0))
     hca = profile.get("hca") or {}
+    cpu = dict(GRACE_CPU if gpu_count and _c2c(profile["gpu"]) else CPU)
+    gpus = [_gpu(profile, hostname, i, node_index) for i in range(gpu_count)]
+    hcas = [_hca(profile, hostname, node_index, i) for i in range(hca_count)]
+    gpu_devices = [(f"gpu{g['index']}", int(g["bus_id"].split(":")[1], 16), g["pcie_switch"], g["numa_node"])
+                   for g in gpus]
+    hca_devices = [(h["name"], int(h["pcie"]["bdf"].split(":")[1], 16), h["pcie_switch"], h["numa_node"])
+                   for h in hcas]
     return {
         "hostname": hostname, "profile": profile.get("name"),
-        "cpu": dict(GRACE_CPU if gpu_count and _c2c(profile["gpu"]) else CPU),
-        "gpus": [_gpu(profile, hostname, i, node_index) for i in range(gpu_count)],
-        "hcas": [_hca(profile, hostname, node_index, i) for i in range(hca_count)],
+        "cpu": cpu,
+        "gpus": gpus,
+        "hcas": hcas,
         "nominal": {"hca_rate_Gbps": hca.get("rate_Gbps"),
                     "gpu_pcie": dict((profile.get("gpu") or {}).get("pcie") or {}),
                     "hca_pcie": dict(hca.get("pcie") or {})},
         "storage": _storage(_yaml(SITE).get("provision_storage") or {}, hostname),
         "kernel_log": [],
+        **nodefacts.node(profile, hostname, str(cpu.get("arch", "x86_64"))),
+        "pcie_bridges": nodefacts.bridges(gpu_devices, hca_devices) if gpu_count or hca_count else [],
         "performance": dict(_yaml(FIGURES).get(profile.get("name")) or {}),
         "noise_pct": NOISE_PCT,
         "faults": {},

@@ -33,6 +33,27 @@ if grep -qs "NVreg_CreateImexChannel0=1" "$merged"/etc/modprobe.d/*.conf; then
     mknod -m 666 "$merged/dev/nvidia-caps-imex-channels/channel0" c "$major" 0
   fi
 fi
+# The kernel's views of the simulated settings (rack.write_kernel_views, kernelviews.py), written from the hardware
+# model beside PROC_DEVICES, bound over the real paths so that `cat /proc/cmdline`, `cat /proc/modules` and reads
+# of the cpufreq policies and IOMMU groups show the model. A fault rewrites them in place (same inode), so the bind
+# mounts show it at once. A sysfs folder is bound only where its mount point exists (this kernel's sysfs has both).
+views="$merged${proc_devices%/proc/devices}"
+for view in cmdline modules; do
+  if [ -f "$views/proc/$view" ] && [ -e "$merged/proc/$view" ]; then
+    mount --bind "$views/proc/$view" "$merged/proc/$view"
+  fi
+done
+if [ -d "$views/sys/cpufreq" ] && [ -d "$merged/sys/devices/system/cpu/cpufreq" ]; then
+  mount --bind "$views/sys/cpufreq" "$merged/sys/devices/system/cpu/cpufreq"
+fi
+if [ -d "$views/sys/iommu_groups" ] && [ -d "$merged/sys/kernel/iommu_groups" ]; then
+  mount --bind "$views/sys/iommu_groups" "$merged/sys/kernel/iommu_groups"
+fi
+# /sys/module: one folder per loaded module with its initstate (this machine's kernel has no loadable modules and
+# no /proc/modules at all, so that file view above is bound only where the kernel has one).
+if [ -d "$views/sys/module" ] && [ -d "$merged/sys/module" ]; then
+  mount --bind "$views/sys/module" "$merged/sys/module"
+fi
 mount -t tmpfs -o mode=755 tmpfs "$merged/run"
 mkdir -p "$merged/run/lock" "$merged/run/provision-sim"
 # The boot's id: the kernel's own (/proc/sys/kernel/random/boot_id) is this machine's, the same for every

@@ -31,7 +31,7 @@ from provision.errors import ProvisionError, RunnerError
 from provision.sim import synth
 from provision.fabric.model import width_speed_for
 from provision.sim import base as sim_base
-from provision.sim import cgroups, hwmodel, keys, osflavor, repo, rpmrepo, snapshot, state
+from provision.sim import cgroups, hwmodel, kernelviews, keys, osflavor, repo, rpmrepo, snapshot, state
 
 INIT_SCRIPT = Path(__file__).with_name("node-init.sh")
 BOOT_SCRIPT = Path(__file__).with_name("node-boot.sh")  # the node's supervisor, which reboots it
@@ -453,7 +453,10 @@ def _write_mpi_config(upper: Path) -> None:
 def write_kernel_views(root: Path, model: dict) -> None:
     """Files the kernel would show under /proc, written where the sim site reads them
     (``provision_storage.bonding_dir`` and ``nvidia_imex_proc_devices`` in provision/sim/site.yml): the bond
-    status from the model, and the nvidia module's character devices on a GPU node."""
+    status from the model, and the nvidia module's character devices on a GPU node; and the views node-init.sh
+    bind-mounts over /proc/cmdline, /proc/modules, the cpufreq policies and the IOMMU groups (``kernelviews``),
+    rewritten in place so that a running node sees a fault at once."""
+    kernelviews.write(root, model)
     if any(g for g in model.get("gpus") or ()):
         # The nvidia module's character devices as /proc/devices lists them once it is loaded (majors are the
         # kernel's to assign: fixed here), read by the nvidia_imex role to make IMEX channel 0 (SIM_PROC_DEVICES).

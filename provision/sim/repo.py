@@ -32,7 +32,10 @@ from provision.sim import rpmrepo, snapshot, sources
 HERE = Path(__file__).parent
 # Hardware and kernel views, copied straight into each node (not packaged): tool -> command.
 # fio stands for the node's storage path (the checkpoint store and its bond), which is simulated too.
-HARDWARE_TOOLS = {"dmesg": "dmesg", "lspci": "lspci", "fio": "fio"}
+# dmidecode and ipmitool read the board's firmware tables and BMC, which the model holds; numactl binds to the
+# model's NUMA nodes (Debian's package is not in the nodes' base: the burnin_tools role installs it on real sites).
+HARDWARE_TOOLS = {"dmesg": "dmesg", "lspci": "lspci", "fio": "fio", "dmidecode": "dmidecode", "ipmitool": "ipmitool",
+                  "numactl": "numactl"}
 # A shipped command -> the simulated tool that stands for it ("daemon": a do-nothing service).
 SIM_TOOLS = {"nvidia-smi": "nvidia_smi", "nvcc": "nvcc", "dcgmi": "dcgmi", "ib_write_bw": "ib_write_bw",
              "ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo", "ibnetdiscover": "ibnetdiscover",

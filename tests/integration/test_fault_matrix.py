@@ -42,6 +42,9 @@ def expectation(kind, device, model):
     def pci(index):
         domain, bus, rest = gpu(index)["bus_id"].lower().split(":")
         return f"{domain[-4:]}:{bus}:{rest.split('.')[0]}"
+
+    def hca(name):
+        return next(h for h in model["hcas"] if h["name"] == name)["pcie"]["bdf"]
     return {
         "xid79": lambda: ("xid", "fail", f"PCI {pci(device)}: xid = 79"),
         "dbe_remap": lambda: ("gpu_health", "fail",
@@ -57,6 +60,22 @@ def expectation(kind, device, model):
         "gpu_missing": lambda: ("gpu_health", "fail", f"GPU {gpu(device)['bus_id']}: present = False"),
         "bond_slave_down": lambda: ("storage", "fail", f"bond0 {device}: mii_status = 'down', expected 'up'"),
         "old_driver": lambda: ("gpu_health", "fail", "driver_version = '535.183.01', expected '550.127.05'"),
+        # issue 33: firmware, settings and GPUDirect, each named by host (the row's), device, field and value
+        "vbios_mismatch": lambda: ("firmware", "fail",
+                                   f"GPU{device} {gpu(device)['bus_id']}: vbios = '96.00.61.00.01'"),
+        "hca_firmware": lambda: ("firmware", "fail", f"{device}: hca_fw = '28.36.1010'"),
+        "acs_enabled": lambda: ("pcie_acs", "fail", "acs_redirect = 'SrcValid+ ReqRedir+ CmpltRedir+', expected 'off'; "
+                                "above "
+                                + (f"HCA {hca(device)}" if device.startswith("mlx5_") else f"GPU {pci(device)}.0")),
+        "peermem_missing": lambda: ("gpudirect", "fail", "with GPU0 (peermem): bw_avg_Gbps = - Gb/s"),
+        "governor_powersave": lambda: ("host_settings", "fail", "policy0: scaling_governor = 'powersave'"),
+        "mig_enabled": lambda: ("gpu_settings", "fail", f"GPU{device} {gpu(device)['bus_id']}: mig_mode = 'Enabled'"),
+        "power_limit": lambda: ("gpu_settings", "fail",
+                                f"GPU{device} {gpu(device)['bus_id']}: power_limit_W = 500 W, expected 700 W"),
+        "iommu_translated": lambda: ("host_settings", "fail", "node: iommu = 'translated'"),
+        "mtu_low": lambda: ("host_settings", "fail", f"{device} port 1: active_mtu = 2048 bytes, expected 4096 bytes"),
+        "persistence_off": lambda: ("gpu_settings", "fail",
+                                    f"GPU{device} {gpu(device)['bus_id']}: persistence_mode = 'Disabled'"),
     }[kind]()
 
 

@@ -380,7 +380,9 @@ def test_a_profile_is_parsed_and_validated_once_however_many_hosts_name_it(tmp_p
 def test_a_changed_profile_file_is_read_again(tmp_path):
     path = write_variant(tmp_path, lambda data: None)
     assert profiles.load(str(path)).reference("ib_write_bw", "bw_avg_Gbps").value == 400.0
-    path.write_text(path.read_text().replace("value: 400.0", "value: 390.0", 1))
+    text = path.read_text()
+    at = text.index("ib_write_bw:")
+    path.write_text(text[:at] + text[at:].replace("value: 400.0", "value: 390.0", 1))
     assert profiles.load(str(path)).reference("ib_write_bw", "bw_avg_Gbps").value == 390.0
 
 

@@ -116,7 +116,9 @@ def main(argv: list[str]) -> int:
         print(f"Command '{args.command}' is not simulated.", file=sys.stderr)
         return 1
     level = {"short": 1, "medium": 2, "long": 3, "xlong": 4}.get(args.run) or int(args.run)
-    sys.stdout.write(diag(model, drv, level, simhw.persistence_enabled()))
+    daemon = simhw.persistence_enabled()  # and every GPU keeps its own setting on (nvidia-smi -pm)
+    persistence = all(simhw.persistence_mode(g, daemon) == "Enabled" for g in simhw.visible_gpus(model))
+    sys.stdout.write(diag(model, drv, level, daemon and persistence))
     return 0
 
 

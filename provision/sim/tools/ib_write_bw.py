@@ -7,7 +7,10 @@ both print the same table (as real perftest does). Bandwidth, in Gb/s:
 ``performance.ib_write_bw_Gbps`` x min(1, slower port rate / nominal rate) x the slower
 side's ``faults.slow_hca`` factor x what the fabric route from client to server carries
 (``fabricsim.path_factor``: a degraded or flapping cable on it), capped by each side's usable
-PCIe bandwidth (and the GPU's with ``--use_cuda``), with run-to-run noise. ``MB/sec`` is 10^6 bytes/s, as
+PCIe bandwidth (and the GPU's with ``--use_cuda``), with run-to-run noise. With ``--use_cuda=N`` each side
+first prints perftest's CUDA setup once the two have met (``perftest_cuda``), and fails there as perftest does
+(no nvidia_peermem without ``--use_cuda_dmabuf``: the MR cannot be registered), exit 1; the other side then
+fails its exchange (" Failed to exchange data between server and clients"), exit 1. ``MB/sec`` is 10^6 bytes/s, as
 samples/CONTRACT.md fixes it; the real capture ib_write_bw_loopback_8M_mbsec agrees (its
 24056.72 MB/sec on HDR 200 is 96% of line rate read as 10^6, above line rate read as 2^20). Layout from
 ib_write_bw_cx7_ndr_gbits and ib_write_bw_loopback_8M_mbsec.
@@ -27,6 +30,7 @@ for _path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__
 
 import fabricsim  # noqa: E402
 import perftest_cli  # noqa: E402
+import perftest_cuda  # noqa: E402
 import simhw  # noqa: E402
 
 RULE = "-" * 87
@@ -57,7 +61,7 @@ def local_side(model: dict, args) -> tuple[dict | None, str | None]:
         caps.append(simhw.pcie_Gbps(gpu["pcie"]["gen_current"], gpu["pcie"]["width_current"]))
     return {"device": hca["name"], "host": model.get("hostname"), "lid": hca["lid"],
             "rate_Gbps": hca["rate_Gbps"], "slow": slow, "pcie_cap_Gbps": min(caps),
-            "link_layer": hca.get("link_layer", "InfiniBand"),
+            "link_layer": hca.get("link_layer", "InfiniBand"), "mtu": int(hca.get("active_mtu", 4096)),
             "qpn": secrets.randbelow(0x10000), "psn": secrets.randbelow(0x1000000)}, None
 
 
@@ -100,7 +104,7 @@ def header(args, side: dict, server: bool) -> str:
              " PCIe relax order: ON\t\tLock-free      : OFF",
              " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF"]
     lines += [] if server else [f" TX depth        : {args.tx_depth}"]
-    lines += [" CQ Moderation   : 1", " CQE Poll Batch  : Dynamic", " Mtu             : 4096[B]",
+    lines += [" CQ Moderation   : 1", " CQE Poll Batch  : Dynamic", f" Mtu             : {side.get('mtu', 4096)}[B]",
               f" Link type       : {link}", " Max inline data : 0[B]", " rdma_cm QPs\t : OFF",
               " Data ex. method : Ethernet", RULE]
     return "\n".join(lines) + "\n"
@@ -146,6 +150,8 @@ def serve(model: dict, args, local: dict) -> int:
               "************************************", flush=True)
         conn, _peer = srv.accept()
         with conn, conn.makefile("rw") as stream:
+            if not _cuda(model, args):  # perftest sets up its GPU buffer once the client is there
+                return 1
             hello = stream.readline()
             if not hello:
                 sys.stderr.write(" Failed to exchange data between server and clients\n")
@@ -158,8 +164,19 @@ def serve(model: dict, args, local: dict) -> int:
     if not rows:
         sys.stderr.write(" Failed to exchange data between server and clients\n")
         return 1
-    sys.stdout.write(results(args, rows))
+    sys.stdout.write(results(args, rows) + (perftest_cuda.finish() if args.use_cuda is not None else ""))
     return 0
+
+
+def _cuda(model: dict, args) -> bool:
+    """perftest's CUDA setup with ``--use_cuda`` (perftest_cuda): prints it; False when it failed."""
+    if args.use_cuda is None:
+        return True
+    out, err, ok = perftest_cuda.start(model, args)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    sys.stderr.write(err)
+    return ok
 
 
 def connect(model: dict, args, local: dict) -> int:
@@ -172,15 +189,24 @@ def connect(model: dict, args, local: dict) -> int:
         return 1
     sock.settimeout(None)
     with sock, sock.makefile("rw") as stream:
+        if not _cuda(model, args):
+            return 1
         sys.stdout.write(header(args, local, False))
-        stream.write(json.dumps(local) + "\n")
-        stream.flush()
-        remote = json.loads(stream.readline())
+        try:
+            stream.write(json.dumps(local) + "\n")
+            stream.flush()
+            hello = stream.readline()
+        except OSError:
+            hello = ""
+        if not hello:  # the server failed to set up (its own message is on its side)
+            sys.stderr.write(" Failed to exchange data between server and clients\n")
+            return 1
+        remote = json.loads(hello)
         sys.stdout.write(addresses(local, remote))
         rows = measure(model, args, local, remote)
         stream.write(json.dumps(rows) + "\n")
         stream.flush()
-    sys.stdout.write(results(args, rows))
+    sys.stdout.write(results(args, rows) + (perftest_cuda.finish() if args.use_cuda is not None else ""))
     return 0
 
 

@@ -2,8 +2,10 @@
 """Simulated ``ibv_devinfo`` (rdma-core) from the hardware model.
 
 Layout of rdma-core's ibv_devinfo.c: ``hca_id:\\tmlx5_0`` then tab-aligned attributes and a
-``port:`` block. ``-v`` adds ``phys_state``, ``active_width`` and ``active_speed`` (the only
-place this tool shows the rate). Options: ``-d DEV``, ``-i PORT``, ``-l``, ``-v``.
+``port:`` block; ``board_id`` (the PSID) after ``hw_ver`` where the model has one, and the port's
+``max_mtu``/``active_mtu`` from the model (a public ConnectX-7 ibv_devinfo paste: "board_id: MT_0000000838",
+"max_mtu: 4096 (5)", "active_mtu: 4096 (5)"). ``-v`` adds ``phys_state``, ``active_width`` and
+``active_speed`` (the only place this tool shows the rate). Options: ``-d DEV``, ``-i PORT``, ``-l``, ``-v``.
 """
 from __future__ import annotations
 
@@ -23,12 +25,22 @@ VENDOR_ID = "0x02c9"
 PART_IDS = {"MT4129": 4129, "MT4125": 4125, "MT4123": 4123}
 
 
+# IB MTU in bytes -> the enum ibv_mtu value ibv_devinfo prints beside it (verbs.h IBV_MTU_256=1 .. IBV_MTU_4096=5).
+MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+
+
+def _mtu(size) -> str:
+    """``4096 (5)``: the MTU and its verbs code, as rdma-core's ibv_devinfo prints it."""
+    return f"{int(size)} ({MTU_CODES.get(int(size), 5)})"
+
+
 def port_block(hca: dict, verbose: bool) -> list[str]:
     """The ``port:`` lines of one HCA."""
     ib = hca.get("link_layer", "InfiniBand") == "InfiniBand"
     num, _, word = ib_common.port_state(hca)
+    active = _mtu(hca.get("active_mtu", 4096)) if ib else _mtu(1024)
     lines = [f"\t\tport:\t{hca.get('port', 1)}", f"\t\t\tstate:\t\t\t{word} ({num})",
-             "\t\t\tmax_mtu:\t\t4096 (5)", f"\t\t\tactive_mtu:\t\t{'4096 (5)' if ib else '1024 (3)'}",
+             f"\t\t\tmax_mtu:\t\t{_mtu(hca.get('max_mtu', 4096))}", f"\t\t\tactive_mtu:\t\t{active}",
              f"\t\t\tsm_lid:\t\t\t{hca['sm_lid'] if ib else 0}", f"\t\t\tport_lid:\t\t{hca['lid'] if ib else 0}",
              "\t\t\tport_lmc:\t\t0x00", f"\t\t\tlink_layer:\t\t{hca.get('link_layer', 'InfiniBand')}"]
     if verbose:
@@ -47,7 +59,10 @@ def device_block(hca: dict, verbose: bool) -> str:
              f"\tsys_image_guid:\t\t\t{ib_common.guid_colon(hca['node_guid'])}",
              f"\tvendor_id:\t\t\t{VENDOR_ID}",
              f"\tvendor_part_id:\t\t\t{PART_IDS.get(hca.get('ca_type', 'MT4129'), 4129)}",
-             "\thw_ver:\t\t\t\t0x0", "\tphys_port_cnt:\t\t\t1"]
+             "\thw_ver:\t\t\t\t0x0"]
+    if hca.get("board_id"):  # after hw_ver, as rdma-core prints the PSID ("board_id:\t\t\tMT_0000000838")
+        lines.append(f"\tboard_id:\t\t\t{hca['board_id']}")
+    lines.append("\tphys_port_cnt:\t\t\t1")
     return "\n".join(lines + port_block(hca, verbose)) + "\n\n"
 
 

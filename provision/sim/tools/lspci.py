@@ -2,7 +2,12 @@
 """Simulated ``lspci`` for the node's GPUs and HCAs (pciutils output).
 
 The one-line listing and the ``-vv`` block follow lspci_vvv_h100_gen5_x16_ok; the block is
-cut to the lines burn-in reads (NUMA node, Express capability with LnkCap/LnkSta, driver).
+cut to the lines burn-in reads (NUMA node, Express capability with LnkCap/LnkSta, driver). The model's PCIe
+bridges (hwmodel ``pcie_bridges``: per switch a CPU root port, the PEX890xx upstream port and a downstream port per
+device, nodefacts.py) are listed too, as ``PCI bridge`` functions with their ``Bus:`` line, their Express port
+type and their ACS capability and control (pciutils lspci.c, ls-caps.c, ls-ecaps.c at
+0f5b941aa5cf8b1b126ff3e4176b1c32b2158289); a GPU or HCA sits on its downstream port's secondary bus. ``-d``
+filters them out by vendor like any device (NVIDIA 10de and Mellanox 15b3 keep only the endpoints).
 ``LnkSta`` says ``(downgraded)`` when the trained speed or width is below ``LnkCap``
 (lspci_lnk_4090_riser_gen1). Options: ``-s [[domain:]bus:]dev.fn``, ``-d vendor:[device]``,
 ``-v``/``-vv``/``-vvv``, ``-D``, ``-n``, ``-nn`` (accepted).
@@ -24,9 +29,38 @@ HCA_IDS = {"MT4129": ("1021", "MT2910 Family [ConnectX-7]"), "MT4125": ("101d", 
            "MT4123": ("101b", "MT28908 Family [ConnectX-6]")}
 
 
-def devices(model: dict) -> list[dict]:
-    """PCI functions of the node: GPUs still on the bus and HCAs, sorted by address."""
+# The Express capability's port type per bridge role, as lspci -vv prints it (pciutils ls-caps.c cap_express:
+# "Root Port (Slot%c)", "Upstream Port", "Downstream Port (Slot%c)"; a GPU board's switch ports drive slots).
+PORT_TYPES = {"root": "Root Port (Slot+)", "upstream": "Upstream Port", "downstream": "Downstream Port (Slot+)"}
+
+
+def _bridges(model: dict) -> list[dict]:
+    """The model's PCIe bridges (root ports, switch ports) as lspci devices; a bridge whose device fell off the bus
+    stays (the port is still there)."""
+    links = {f"gpu{g['index']}": g["pcie"] for g in model.get("gpus", [])}
+    links.update({h["name"]: h["pcie"] for h in model.get("hcas", [])})
+    # a switch's upstream link and its root port's: the fastest of its devices' (the board's lanes)
+    top: dict[int, int] = {}
+    for bridge in model.get("pcie_bridges") or []:
+        link = links.get(bridge.get("device_of"))
+        if link:
+            top[bridge["switch"]] = max(top.get(bridge["switch"], 1), int(link["gen_max"]))
     out = []
+    for bridge in model.get("pcie_bridges") or []:
+        vendor, device, name = bridge["id"]
+        gen = top.get(bridge["switch"], 5)
+        # a downstream port shares its device's link (a downtrained device shows on both ends)
+        link = links.get(bridge.get("device_of")) or {"gen_current": gen, "gen_max": gen, "width_current": 16,
+                                                      "width_max": 16}
+        out.append({"bdf": bridge["bdf"], "vendor": vendor, "device": device, "line": f"PCI bridge: {name}",
+                    "subsystem": name.split(" (rev")[0], "numa": bridge.get("numa_node", 0), "driver": "pcieport",
+                    "port_type": PORT_TYPES[bridge["role"]], "bridge": bridge, "pcie": link})
+    return out
+
+
+def devices(model: dict) -> list[dict]:
+    """PCI functions of the node: its PCIe bridges, GPUs still on the bus and HCAs, sorted by address."""
+    out = _bridges(model)
     for gpu in model.get("gpus", []):
         if gpu.get("present", True) and not gpu.get("fallen_off_bus"):
             dev = simhw.pci_device_id(gpu)
@@ -57,16 +91,35 @@ def link_lines(pcie: dict) -> list[str]:
             "\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-"]
 
 
+def _flags(flags: dict) -> str:
+    return " ".join(f"{flag}{'+' if on else '-'}" for flag, on in flags.items())
+
+
+def bus_line(bridge: dict) -> str:
+    """A bridge's ``Bus:`` line (lspci.c show_htype1: "Bus: primary=%02x, secondary=%02x, subordinate=%02x,
+    sec-latency=%d")."""
+    return (f"\tBus: primary={bridge['primary']:02x}, secondary={bridge['secondary']:02x}, "
+            f"subordinate={bridge['subordinate']:02x}, sec-latency=0")
+
+
 def block(dev: dict, verbose: int, domain: bool) -> str:
-    """One device: the listing line, and with ``-v`` its details."""
+    """One device: the listing line, and with ``-v`` its details (order of lspci.c show_verbose: subsystem,
+    NUMA node, a bridge's Bus: line, the capabilities, then the kernel driver)."""
     addr = dev["bdf"] if domain else dev["bdf"][5:]
     lines = [f"{addr} {dev['line']}"]
+    bridge = dev.get("bridge")
     if verbose:
-        lines += ["\tSubsystem: NVIDIA Corporation Device 16c1" if dev["vendor"] == "10de"
-                  else "\tSubsystem: Mellanox Technologies Device 0023",
-                  f"\tNUMA node: {dev['numa']}"]
+        subsystem = dev.get("subsystem") or ("NVIDIA Corporation Device 16c1" if dev["vendor"] == "10de"
+                                             else "Mellanox Technologies Device 0023")
+        lines += [f"\tSubsystem: {subsystem}", f"\tNUMA node: {dev['numa']}"]
+        if bridge:
+            lines.append(bus_line(bridge))
     if verbose >= 2:
-        lines += ["\tCapabilities: [60] Express (v2) Endpoint, MSI 00"] + link_lines(dev["pcie"])
+        port = dev.get("port_type", "Endpoint")
+        lines += [f"\tCapabilities: [60] Express (v2) {port}, MSI 00"] + link_lines(dev["pcie"])
+        if bridge and bridge.get("acs_cap"):  # ls-ecaps.c cap_acs: ACSCap and ACSCtl, seven flags each, on -vv
+            lines += ["\tCapabilities: [148 v1] Access Control Services", f"\t\tACSCap:\t{_flags(bridge['acs_cap'])}",
+                      f"\t\tACSCtl:\t{_flags(bridge['acs_ctl'])}"]
     if verbose:
         lines += [f"\tKernel driver in use: {dev['driver']}", ""]
     return "\n".join(lines) + "\n"

@@ -49,13 +49,13 @@ def _gpu_rows(index: int, gpu: dict, persistence: str) -> list[str]:
     ecc = gpu["ecc"]["volatile"]
     unc = int(ecc["sram_uncorrectable"]) + int(ecc["dram_uncorrectable"])
     name = gpu["model"][:31]
-    pm = "On" if persistence == "Enabled" else "Off"
+    pm = "On" if simhw.persistence_mode(gpu, persistence == "Enabled") == "Enabled" else "Off"
     return [
         f"|{index:>4}  {name:<31}{pm:<3} |{gpu['bus_id']:>19} Off |{unc:>21} |",
-        f"| N/A{gpu['temp_C']:>5}C    P0{round(gpu['power_W']):>15}W / {round(gpu['power_cap_W']):>4}W |"
+        f"| N/A{gpu['temp_C']:>5}C    P0{round(gpu['power_W']):>15}W / {round(simhw.power_limit_W(gpu)):>4}W |"
         f"{gpu.get('memory_used_MiB', 0):>8}MiB / {gpu['memory_total_MiB']:>6}MiB |"
         f"{0:>7}%{'Default':>13} |",
-        f"|{'':41}|{'':24}|{'Disabled':>21} |",
+        f"|{'':41}|{'':24}|{simhw.mode(gpu, 'mig_mode', 'current'):>21} |",
     ]
 
 

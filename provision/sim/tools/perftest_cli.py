@@ -28,6 +28,7 @@ def parse(prog: str, argv: list[str]) -> argparse.Namespace:
     p.add_argument("-R", "--rdma_cm", action="store_true")
     p.add_argument("--report_gbits", action="store_true")
     p.add_argument("--use_cuda", nargs="?", const=0, type=int)
+    p.add_argument("--use_cuda_dmabuf", action="store_true")
     p.add_argument("--bind_source_ip")
     args, _unknown = p.parse_known_args(argv)
     return args

@@ -143,3 +143,21 @@ def gpu_bus(gpu: dict) -> int:
 def pci_device_id(gpu: dict) -> str:
     """Four-hex-digit PCI device id of the GPU model (``2330`` for an H100 SXM5 80GB)."""
     return next((dev for key, dev in PCI_DEVICE_IDS if key in gpu["model"]), "2330")
+
+
+def persistence_mode(gpu: dict, daemon: bool) -> str:
+    """The GPU's persistence mode as nvidia-smi prints it: Enabled while nvidia-persistenced runs (``daemon``)
+    and the GPU's own setting (the model's ``persistence_mode``, what ``nvidia-smi -pm`` sets) is not Disabled."""
+    return "Enabled" if daemon and gpu.get("persistence_mode", "Enabled") != "Disabled" else "Disabled"
+
+
+def power_limit_W(gpu: dict) -> float:
+    """The GPU's current (enforced) power limit: the model's ``power_limit_W`` (what ``nvidia-smi -pl`` sets), the
+    profile's cap on a model written before it existed."""
+    return float(gpu.get("power_limit_W", gpu["power_cap_W"]))
+
+
+def mode(gpu: dict, key: str, which: str, default: str = "Disabled") -> str:
+    """``current`` or ``pending`` of the GPU's ``mig_mode`` or ``ecc_mode`` (N/A where the model has none)."""
+    block = gpu.get(key)
+    return str(block.get(which, default)) if isinstance(block, dict) else ("N/A" if key in gpu else default)

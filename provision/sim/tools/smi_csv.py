@@ -6,6 +6,8 @@ capture smi_query_csv_b300x7_in_watch (``power.draw [W]`` -> ``182.89 W``,
 """
 from __future__ import annotations
 
+import simhw
+
 NA = "[N/A]"
 
 
@@ -39,12 +41,12 @@ FIELDS = {
     "driver_version": (None, lambda i, g, c: c["driver"]["version"]),
     "serial": (None, lambda i, g, c: g["serial"]),
     "uuid": (None, lambda i, g, c: g["uuid"]),
-    "persistence_mode": (None, lambda i, g, c: c["persistence"]),
+    "persistence_mode": (None, lambda i, g, c: simhw.persistence_mode(g, c["persistence"] == "Enabled")),
     "pstate": (None, lambda i, g, c: "P0"),
     "temperature.gpu": (None, lambda i, g, c: str(g["temp_C"])),
     "power.draw": ("W", lambda i, g, c: f"{g['power_W']:.2f}"),
-    "power.limit": ("W", lambda i, g, c: f"{g['power_cap_W']:.2f}"),
-    "enforced.power.limit": ("W", lambda i, g, c: f"{g['power_cap_W']:.2f}"),
+    "power.limit": ("W", lambda i, g, c: f"{simhw.power_limit_W(g):.2f}"),
+    "enforced.power.limit": ("W", lambda i, g, c: f"{simhw.power_limit_W(g):.2f}"),
     "memory.total": ("MiB", lambda i, g, c: str(g["memory_total_MiB"])),
     "memory.used": ("MiB", lambda i, g, c: str(g.get("memory_used_MiB", 0))),
     "memory.free": ("MiB", lambda i, g, c: str(g["memory_total_MiB"] - g.get("memory_used_MiB", 0))),

@@ -18,6 +18,12 @@ text labels of that block are nvidia-smi 580's as users paste them ("CliqueId", 
 580.159.04; NVIDIA/k8s-dra-driver-gpu issue 626). Elements the simulator has no hardware for are left out,
 never invented; the order of those printed is the captures'.
 
+Firmware and settings come from the GPU's model (hwmodel ``_settings``): ``VBIOS Version``/<vbios_version> after the
+minor number and ``Inforom Version``/<inforom_version><img_version> after it (H100 capture's labels, B200
+capture's tags and order; N/A where the model has none), GSP firmware (the driver's version unless the model names
+another), persistence (the daemon and the GPU's own setting), MIG and ECC current/pending, the power limits
+(current and requested: the set limit; default, min, max) and the application clocks and their defaults.
+
 A lost GPU (the model's ``lost``: the NVML error text) is printed the two ways nvidia-smi does: with
 ``lost_reads`` (NVML still holds a handle, every reading fails) its section's readings print the error text;
 otherwise the GPU has no section and nvidia-smi names it in its "Unable to determine the device handle for
@@ -138,9 +144,23 @@ def _draw(gpu: dict, v13: bool) -> list:
             ("Instantaneous Power Draw", "instant_power_draw", draw)]
 
 
+def _watts(gpu: dict, key: str) -> str:
+    return f"{float(gpu.get(key, gpu['power_cap_W'])):.2f} W"
+
+
+def _app_clocks(gpu: dict, key: str) -> list:
+    """An <applications_clocks> or <default_applications_clocks> block (graphics and memory, the captures' order);
+    a model without them: the maximum clocks, which both captures print as the application clocks."""
+    clk = gpu["clocks"]
+    apps = gpu.get(key) or {"graphics": clk["max_graphics"], "memory": clk["max_memory"]}
+    return [("Graphics", "graphics_clock", f"{apps['graphics']} MHz"), ("Memory", "mem_clock", f"{apps['memory']} MHz")]
+
+
 def _power_clocks(gpu: dict, v13: bool = False) -> list:
-    """Temperature, power readings and clocks."""
-    cap, clk = f"{gpu['power_cap_W']:.2f} W", gpu["clocks"]
+    """Temperature, power readings (current = requested = what nvidia-smi -pl set; default, min and max: the
+    board's, as smi_q_h100x8_535_183 and the B200 capture print them) and clocks, then the application clocks and
+    their defaults (between <clocks> and <max_clocks> in both captures)."""
+    cap, clk = f"{simhw.power_limit_W(gpu):.2f} W", gpu["clocks"]
     return [
         ("Temperature", "temperature", [("GPU Current Temp", "gpu_temp", f"{gpu['temp_C']} C"),
                                         ("GPU Target Temperature", "gpu_target_temperature", "N/A")]),
@@ -148,10 +168,15 @@ def _power_clocks(gpu: dict, v13: bool = False) -> list:
             *_draw(gpu, v13),
             ("Current Power Limit", "current_power_limit", cap),
             ("Requested Power Limit", "requested_power_limit", cap),
-            ("Default Power Limit", "default_power_limit", cap), ("Max Power Limit", "max_power_limit", cap)]),
+            ("Default Power Limit", "default_power_limit", _watts(gpu, "default_power_limit_W")),
+            ("Min Power Limit", "min_power_limit", _watts(gpu, "min_power_limit_W")),
+            ("Max Power Limit", "max_power_limit", _watts(gpu, "max_power_limit_W"))]),
         ("Clocks", "clocks", [("Graphics", "graphics_clock", f"{clk['graphics']} MHz"),
                               ("SM", "sm_clock", f"{clk['sm']} MHz"), ("Memory", "mem_clock", f"{clk['memory']} MHz"),
                               ("Video", "video_clock", f"{clk['video']} MHz")]),
+        ("Applications Clocks", "applications_clocks", _app_clocks(gpu, "applications_clocks_MHz")),
+        ("Default Applications Clocks", "default_applications_clocks",
+         _app_clocks(gpu, "default_applications_clocks_MHz")),
         ("Max Clocks", "max_clocks", [("Graphics", "graphics_clock", f"{clk['max_graphics']} MHz"),
                                       ("SM", "sm_clock", f"{clk['max_sm']} MHz"),
                                       ("Memory", "mem_clock", f"{clk['max_memory']} MHz"),
@@ -216,14 +241,20 @@ def _tree(index: int, gpu: dict, ctx: dict, v13: bool) -> list:
     return [
         ("Product Name", "product_name", gpu["model"]), ("Product Brand", "product_brand", "NVIDIA"),
         ("Product Architecture", "product_architecture", arch),
-        *display, ("Persistence Mode", "persistence_mode", ctx["persistence"]),
+        *display,
+        ("Persistence Mode", "persistence_mode", simhw.persistence_mode(gpu, ctx["persistence"] == "Enabled")),
         *([("Addressing Mode", "addressing_mode", "ATS" if c2c else "None")] if v13 else []),
-        ("MIG Mode", "mig_mode", [("Current", "current_mig", "Disabled"), ("Pending", "pending_mig", "Disabled")]),
+        ("MIG Mode", "mig_mode", [("Current", "current_mig", simhw.mode(gpu, "mig_mode", "current")),
+                                  ("Pending", "pending_mig", simhw.mode(gpu, "mig_mode", "pending"))]),
         ("Serial Number", "serial", gpu["serial"]), ("GPU UUID", "uuid", gpu["uuid"]),
         ("Minor Number", "minor_number", str(index)),
+        ("VBIOS Version", "vbios_version", str(gpu.get("vbios_version") or "N/A")),
+        ("Inforom Version", "inforom_version", [
+            ("Image Version", "img_version", str(gpu.get("inforom_image_version") or "N/A"))]),
         *([("C2C Mode", "c2c_mode", "Enabled" if c2c else "Disabled"),
            ("GPU Recovery Action", "gpu_recovery_action", str(gpu.get("recovery_action", "None")))] if v13 else []),
-        ("GSP Firmware Version", "gsp_firmware_version", ctx["driver"]["version"]),
+        ("GSP Firmware Version", "gsp_firmware_version",
+         str(gpu.get("gsp_firmware_version") or ctx["driver"]["version"])),
         ("PCI", "pci", _pci(gpu)), ("Fan Speed", "fan_speed", "N/A"), ("Performance State", "performance_state", "P0"),
         ("Clocks Event Reasons", "clocks_event_reasons", _event_reasons(gpu)),
         ("FB Memory Usage", "fb_memory_usage", [
@@ -231,7 +262,8 @@ def _tree(index: int, gpu: dict, ctx: dict, v13: bool) -> list:
             ("Free", "free", f"{gpu['memory_total_MiB'] - used} MiB")]),
         ("Compute Mode", "compute_mode", "Default"),
         ("Utilization", "utilization", [("Gpu", "gpu_util", "0 %"), ("Memory", "memory_util", "0 %")]),
-        ("ECC Mode", "ecc_mode", [("Current", "current_ecc", "Enabled"), ("Pending", "pending_ecc", "Enabled")]),
+        ("ECC Mode", "ecc_mode", [("Current", "current_ecc", simhw.mode(gpu, "ecc_mode", "current", "Enabled")),
+                                  ("Pending", "pending_ecc", simhw.mode(gpu, "ecc_mode", "pending", "Enabled"))]),
         ("ECC Errors", "ecc_errors", [
             ("Volatile", "volatile", _ecc_scope(gpu["ecc"]["volatile"], split, False)),
             ("Aggregate", "aggregate", _ecc_scope(gpu["ecc"]["aggregate"], split, True))]),

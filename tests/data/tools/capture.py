@@ -15,10 +15,22 @@ hand.
 
 Reproducible: every tool runs with a fixed clock (``--clock``, epoch seconds, TZ=UTC: the timestamps
 of nvidia-smi, dmesg and fio) and a fixed seed per step (``--seed`` with check, case and step key:
-the simulated run-to-run noise and perftest's queue pair numbers), so the same declaration and the
-same simulator give the same bytes. There is no simulated dpkg-query: the step's --showformat is
-expanded with the package versions of the debian12 snapshot (provision/sim/snapshot/), as
+the simulated run-to-run noise, perftest's queue pair numbers, the process id the tools print), so
+the same declaration and the same simulator give the same bytes. There is no simulated dpkg-query: the
+step's --showformat is expanded with the package versions of the debian12 snapshot (provision/sim/snapshot/), as
 dpkg-query prints installed ("ii ") packages.
+
+The node's kernel views (``cat /proc/cmdline``, ``find /sys/kernel/iommu_groups ...``, ``grep -r ...
+/sys/devices/system/cpu/cpufreq``, ``grep -r ... /sys/module``) are read by the real cat, find and grep over a
+temporary folder where ``provision.sim.kernelviews.write`` put the node's views, the paths shown as the real ones;
+find and grep print in directory order, which is the file system's, so their lines are sorted (by path, numbers
+as numbers). The simulated nodes share this machine's kernel: ``uname -r`` prints ``KERNEL``, and the kernel
+command line boots it. ``numactl ... COMMAND`` runs the simulated numactl, which runs the simulated COMMAND with
+the step's seed. A check that ``uses`` others' outputs (gpudirect: topology's) gets them (``seen``) from the same
+simulated node. A group check that gathers a node check's outputs (firmware_fleet) runs them on each of the case's
+hosts (declared.Case.job_hosts: node07, node08, ...), each its own hardware model; a fault with ``host`` applies to
+that host only (default node07), ``model`` and ``software`` to every host. A step whose exit status is judged from
+its output (``exit_judged``) keeps its standard output followed by its standard error, whatever its exit status.
 """
 from __future__ import annotations
 
@@ -26,6 +38,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,21 +50,33 @@ import yaml
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 from provision.checks import registry  # noqa: E402
+from provision.checks.base import parse_outputs  # noqa: E402
 from provision.engine.jobs import target  # noqa: E402
-from provision.sim import faults, hwmodel, rack, repo, snapshot  # noqa: E402
+from provision.sim import faults, hwmodel, kernelviews, rack, repo, snapshot  # noqa: E402
 from tests.unit.checks import declared  # noqa: E402
 
 TOOLS = ROOT / "provision/sim/tools"
 CLOCK = 1764633600  # 2025-12-02 00:00:00 UTC
 NODE, NODE_INDEX, FABRIC_HOSTS = declared.HOST, 6, [f"node{i:02d}" for i in range(1, 9)]
+# The kernel release the simulated nodes run (Debian 12's kernel ABI form: linux-image-6.1.0-28-amd64): what
+# ``uname -r`` prints and /proc/cmdline boots, in place of this machine's own.
+KERNEL = "6.1.0-28-amd64"
+# Real path -> where kernelviews.write puts that view under a node's root.
+VIEWS = {"/proc/cmdline": kernelviews.CMDLINE, "/sys/kernel/iommu_groups": kernelviews.IOMMU_GROUPS,
+         "/sys/devices/system/cpu/cpufreq": kernelviews.CPUFREQ, "/sys/module": kernelviews.SYS_MODULE}
+# The command numactl runs: the simulated tool under BOOT with the step's seed (numactl execs it by name).
+EXEC = '#!/bin/sh\nexec "$CAPTURE_PYTHON" -c "$CAPTURE_BOOT" "$CAPTURE_TOOLS/{name}.py" "$CAPTURE_SEED" ' \
+       '"$CAPTURE_CLOCK" "$CAPTURE_TOOLS" "$@"\n'
 # Run one simulated tool with the clock fixed and its randomness seeded: argv = script seed clock args...
 BOOT = r"""
-import os, random, runpy, secrets, sys, time
+import hashlib, os, random, runpy, secrets, sys, time
 script, seed, clock, tools = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 sys.argv = [script, *sys.argv[5:]]
 sys.path[:0] = [os.path.dirname(script), tools]
 rng = random.Random(seed)
 random.seed(seed)
+_pid = 1000 + int(hashlib.sha256(seed.encode()).hexdigest(), 16) % 90000
+os.getpid = lambda: _pid
 secrets.randbelow, secrets.randbits = rng.randrange, rng.getrandbits
 _localtime, _gmtime, _strftime = time.localtime, time.gmtime, time.strftime
 time.time, time.time_ns = (lambda: clock), (lambda: int(clock * 1e9))
@@ -124,6 +149,8 @@ class Sim:
         if world is not None:
             (tmp / "fabric.yaml").write_text(yaml.safe_dump(world))
             self.env.update(PROVISION_SIM_FABRIC=str(tmp / "fabric.yaml"), PROVISION_SIM_HOSTNAME=FABRIC_HOSTS[0])
+        self.root = tmp / "root"  # the node's kernel views (cat, find and grep read them here)
+        kernelviews.write(self.root, model)
 
     def argv(self, argv: list[str], key: str) -> list[str]:
         """The command that runs ``argv``'s simulated tool with the fixed clock and the step's seed."""
@@ -139,24 +166,121 @@ class Sim:
             script, args = TOOLS / f"{name.replace('-', '_')}.py", argv[1:]
         return [sys.executable, "-c", BOOT, str(script), f"{self.seed}:{key}", str(self.clock), str(TOOLS), *args]
 
+    def numactl(self, argv: list[str], key: str) -> tuple[list[str], dict]:
+        """``numactl ... COMMAND ARGS``: the simulated numactl, and on its PATH the simulated COMMAND run as ``argv``
+        runs a tool (BOOT, the step's seed), so that its output is the one COMMAND alone gives."""
+        command = next(a for a in argv[1:] if not a.startswith("-"))
+        bin_dir = self.tmp / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        wrapper = bin_dir / command
+        wrapper.write_text(EXEC.format(name=command.replace("-", "_")))
+        wrapper.chmod(0o755)
+        env = dict(self.env, PATH=f"{bin_dir}{os.pathsep}{self.env.get('PATH', '')}", CAPTURE_PYTHON=sys.executable,
+                   CAPTURE_BOOT=BOOT, CAPTURE_TOOLS=str(TOOLS), CAPTURE_SEED=f"{self.seed}:{key}",
+                   CAPTURE_CLOCK=str(self.clock))
+        return self.argv(argv, key + ":numactl"), env
+
+    def launch(self, argv: list[str], key: str) -> tuple[list[str], dict]:
+        """(the command, its environment) that runs ``argv``'s simulated tool."""
+        if Path(argv[0]).name == "numactl":
+            return self.numactl(argv, key)
+        return self.argv(argv, key), self.env
+
+    def view(self, argv: list[str]) -> str | None:
+        """What the real cat, find or grep print reading the node's kernel views (None: ``argv`` reads none)."""
+        if Path(argv[0]).name == "uname" and argv[1:] == ["-r"]:
+            return KERNEL + "\n"
+        if Path(argv[0]).name not in ("cat", "find", "grep") or not any(a in VIEWS for a in argv[1:]):
+            return None
+        mapped = [str(self.root / VIEWS[a]) if a in VIEWS else a for a in argv]
+        proc = subprocess.run(mapped, capture_output=True, text=True, env=dict(self.env, LC_ALL="C"))
+        if proc.returncode not in (0, 1) or proc.stderr:  # grep: 1 is "nothing matched"
+            raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {proc.stderr.strip()}")
+        out = proc.stdout
+        for real, inside in VIEWS.items():
+            out = out.replace(str(self.root / inside), real)
+        if Path(argv[0]).name == "cat":
+            return out
+        return "".join(sorted(out.splitlines(keepends=True), key=_path_order))
+
     def run(self, step) -> str:
         """One step's output; its server started first and waited for (its ready line). Exit 0 required."""
         if Path(step.argv[0]).name == "dpkg-query":
             return dpkg_query(step.argv[1:], self.state)
+        seen = self.view(step.argv)
+        if seen is not None:
+            return seen
         server = None
         if step.server:
-            server = subprocess.Popen(self.argv(step.server, step.key + ":server"), env=self.env,
-                                      stdout=subprocess.PIPE, text=True)
+            command, env = self.launch(step.server, step.key + ":server")
+            server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             assert server.stdout is not None
             for line in server.stdout:
                 if step.ready is None or step.ready.line is None or step.ready.line in line:
                     break
-        proc = subprocess.run(self.argv(step.argv, step.key), env=self.env, capture_output=True, text=True)
+        command, env = self.launch(step.argv, step.key)
+        proc = subprocess.run(command, env=env, capture_output=True, text=True)
         if server is not None:
             server.communicate(timeout=30)
+        if step.exit_judged and proc.returncode in (0, 1):  # perftest's failures: exit 1, told on stderr
+            return proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(step.argv)}: exit {proc.returncode}: {proc.stderr.strip()}")
         return proc.stdout
+
+
+def _path_order(line: str) -> list:
+    """A ``path:value`` line's sort key: its path, the numbers in it as numbers (group 2 before group 10)."""
+    path = line.split(":", 1)[0]
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+
+def models(profile, recipe: dict, names: tuple[str, ...]) -> dict[str, dict]:
+    """Host name -> its hardware model: built for the host (node07 is the rack's 7th node), the recipe's ``model``
+    edits, then its faults on that host (``host``, default node07); booting ``KERNEL``."""
+    unknown = {f.get("host", NODE) for f in recipe.get("faults") or []} - set(names)
+    if unknown:
+        raise SystemExit(f"faults on hosts the job does not have: {sorted(unknown)}")
+    out = {}
+    for i, name in enumerate(names):
+        model = hwmodel.build(profile.data, name, NODE_INDEX + i)
+        edit(model, recipe.get("model") or {})
+        for fault in recipe.get("faults") or []:  # as `provision sim fault NODE KIND --device D --value V` edits it
+            if fault.get("host", NODE) == name:
+                faults.KINDS[fault["kind"]].apply(model, str(fault["device"]), fault.get("value"))
+        release = f"/boot/vmlinuz-{os.uname().release} "  # the node boots KERNEL, not this machine's kernel
+        model["kernel_cmdline"] = str(model.get("kernel_cmdline", "")).replace(release, f"/boot/vmlinuz-{KERNEL} ")
+        out[name] = model
+    return out
+
+
+def simulate(check_id: str, case: declared.Case, seed: int, clock: float) -> dict[str, str]:
+    """Step key -> output of the steps ``case`` captures, run against the simulated tools of its recipe's node(s)."""
+    recipe, profile, check = case.sim, case.host_profile(), registry()[check_id]
+    # a check gathering a node check's outputs runs them on each of the job's hosts; any other on node07
+    names = case.job_hosts(check.scope) if check.gathers else (NODE,)
+    state = software(profile.hardware.stack_line)
+    edit(state, recipe.get("software") or {})
+    world = None
+    if "fabric" in recipe:
+        world = rack.fabric_world(profile.data, FABRIC_HOSTS, {})
+        for fault in recipe["fabric"]:
+            faults._apply_fabric(world, fault["host"], fault["kind"], fault["device"], fault.get("value"))
+    named = FABRIC_HOSTS if world is not None else names if check.gathers else ()
+    hosts = tuple(type("H", (), {"name": h, "address": "127.0.0.1"}) for h in named) or (Node,)
+    with tempfile.TemporaryDirectory() as tmp:
+        sims = []
+        for name, model in models(profile, recipe, names).items():
+            (Path(tmp) / name).mkdir()
+            sims.append(Sim(Path(tmp) / name, model, state, world, f"{seed}:{check_id}:{case.name}", clock))
+        job = target(check, hosts)
+        seen = {}
+        for used in check.uses:  # the outputs of the checks it uses, from the same node (gpudirect: topology's)
+            before = registry()[used].steps(profile, job)
+            seen[used] = parse_outputs(registry()[used], before, {s.key: sims[0].run(s) for s in before})
+        steps = check.steps(profile, job, seen) if check.uses else check.steps(profile, job)
+        return {step.key: sims[step.on if check.gathers else 0].run(step) for step in steps
+                if step.key in case.captures}
 
 
 def remake(check_id: str, case: declared.Case, out: Path, made: dict, seed: int, clock: float) -> list[str]:
@@ -170,25 +294,7 @@ def remake(check_id: str, case: declared.Case, out: Path, made: dict, seed: int,
             for key, path in declared_case(check_id, recipe["truncate"]).captures.items()}
         texts = {key: source[key][: len(source[key]) // 2] for key in case.captures}
     else:
-        profile = case.host_profile()
-        model = hwmodel.build(profile.data, NODE, NODE_INDEX)
-        state = software(profile.hardware.stack_line)
-        edit(model, recipe.get("model") or {})
-        for fault in recipe.get("faults") or []:  # as `provision sim fault NODE KIND --device D --value V` edits it
-            faults.KINDS[fault["kind"]].apply(model, str(fault["device"]), fault.get("value"))
-        edit(state, recipe.get("software") or {})
-        world = None
-        if "fabric" in recipe:
-            world = rack.fabric_world(profile.data, FABRIC_HOSTS, {})
-            for fault in recipe["fabric"]:
-                faults._apply_fabric(world, fault["host"], fault["kind"], fault["device"], fault.get("value"))
-        check = registry()[check_id]
-        hosts = (Node,) if world is None else tuple(type("H", (), {"name": h, "address": "127.0.0.1"})
-                                                   for h in FABRIC_HOSTS)
-        with tempfile.TemporaryDirectory() as tmp:
-            sim = Sim(Path(tmp), model, state, world, f"{seed}:{check_id}:{case.name}", clock)
-            texts = {step.key: sim.run(step) for step in check.steps(profile, target(check, hosts))
-                     if step.key in case.captures}
+        texts = simulate(check_id, case, seed, clock)
     missing = set(case.captures) - set(texts)
     if missing:
         raise SystemExit(f"{check_id}/{case.name}: the check has no step {sorted(missing)}")

@@ -30,14 +30,15 @@ def test_time_per_node_is_the_checks_durations_and_timeouts():
     profile = profiles.load(H100)
     node = host()
     quick = sum(len(registry[c].steps(profile, node)) * registry[c].timeout_s for c in sets.members("quick", registry)
-                if all(profile.has(need) for need in registry[c].needs))  # imex needs an IMEX NVLink domain: not H100
+                if registry[c].scope is Scope.NODE  # firmware_fleet (group) runs no tool: no time on the node
+                and all(profile.has(need) for need in registry[c].needs))  # imex needs an IMEX NVLink domain: not H100
     assert sets.time_per_node("quick", registry) == quick  # no check of quick runs for a set time: its timeouts
     smoke = profile.required_reference("gpu_stress", "gflops").params["duration_s"]
     assert gpu_stress.CHECK.expected_s(profile) == smoke + 15 * 60  # DCGM level 3: ~15 min (dcgmi-diag(1))
     # acceptance is deep's checks with 30 minutes of gpu-burn instead of the profile's smoke test
     gap = sets.time_per_node("acceptance", registry) - sets.time_per_node("deep", registry)
     assert gap == gpu_stress.ACCEPTANCE_BURN_S - smoke == 1740
-    assert sets.minutes(sets.time_per_node("acceptance", registry)) == "1 h 11 min"
+    assert sets.minutes(sets.time_per_node("acceptance", registry)) == "1 h 21 min"
     assert sets.minutes(59) == "1 min" and sets.minutes(3600) == "1 h 0 min"
 
 
@@ -49,7 +50,8 @@ def test_the_sets_are_chosen_by_name():
     assert select.check_set("deep", [host()], None) == every  # kept: every check, short durations
     assert "dcgm_mndiag" not in every  # optional: an hour of multi-node stress, only where a set names it
     quick = select.check_set("quick", [host()], None)
-    assert all(registry[c].scope is Scope.NODE and not registry[c].expected_s for c in quick)  # no stress
+    # no stress: node checks of no set duration, and group checks that run no tool (firmware_fleet compares outputs)
+    assert all((registry[c].scope is Scope.NODE or registry[c].gathers) and not registry[c].expected_s for c in quick)
     assert select.schedule("acceptance", None) == "full" and select.schedule("acceptance", "quick") == "quick"
     assert select.schedule("quick", None) == select.schedule(None, None) == select.schedule("deep", None) == "quick"
 

@@ -76,6 +76,11 @@ LEAD_INS = {
     "mndiag_host": "Successfully ran multi-node diagnostic.\n|-----  Host Details  ------+" + "-" * 48 + "|\n"
                    "| Host 0                    | Pass" + " " * 43 + "|\n| ",
     "imex_matrix": "Nodes:\nNode #0   - 10.0.0.1 - READY\n\n Nodes From\\To  0\n       0        ",
+    "dmi_bios": "# dmidecode 3.5\nHandle 0x0000, DMI type 0, 26 bytes\nBIOS Information\n\tVersion: ",
+    "ipmi_mc": "Device ID                 : 32\nFirmware Revision         : ",
+    "ipmi_aux": "Firmware Revision         : 1.74\nAux Firmware Rev Info     :\n    ",
+    "proc_module": "nvidia 54300672 67 ",
+    "grep_path": "/sys/kernel/iommu_groups/7/type:",
     "ibnet_port": 'Switch 36 "S-e41d2d030003e470" # "x" base port 0 lid 1 lmc 0\n[1]\t"S-e41d2d030003e470"[2]\t# ',
 }
 # Parser -> its lead-ins (each parser also reads the bare line).
@@ -95,6 +100,8 @@ READS = {
     "ibnetdiscover": ["ibnet_switch", "ibnet_port"],
     "nvidia-imex-ctl": ["imex_node", "imex_matrix"], "imex-channels": [],
     "dcgmi-mndiag": ["mndiag_meta", "mndiag_host"],
+    "dmidecode": ["dmi_bios"], "ipmitool-mc-info": ["ipmi_mc", "ipmi_aux"], "uname-r": [], "proc-cmdline": [],
+    "proc-modules": ["proc_module"], "grep-h": ["grep_path"],
 }
 
 

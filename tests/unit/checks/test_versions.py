@@ -1,0 +1,97 @@
+"""The firmware checks' two rules (provision/checks/versions.py), on parse results in the parsers' contract shape:
+the odd one out against a clear majority, a split with none, the site's manifest; at rack scale (64 nodes, one GPU
+of one node on another VBIOS and one HCA of another on other firmware: exactly those two named)."""
+import pytest
+
+from provision import profiles
+from provision.checks import firmware, firmware_fleet, versions
+from provision.checks.base import Context, Group
+from provision.errors import ProfileError
+from provision.inventory import Host
+
+H100 = profiles.load("h100-sxm5-80g-ndr")
+VBIOS, INFOROM, HCA_FW = "96.00.74.00.01", "G520.0200.00.05", "28.39.1002"
+
+
+def outputs(vbios=None, hca_fw=None, bios="1.5.0"):
+    """One node's firmware outputs: ``vbios``/``hca_fw`` {index: version} override the healthy ones."""
+    gpus = [{"bus_id": f"00000000:{b:02X}:00.0", "vbios_version": (vbios or {}).get(i, VBIOS),
+             "inforom_image_version": INFOROM, "gsp_firmware_version": "550.127.05"}
+            for i, b in enumerate((0x19, 0x3B, 0x4C, 0x5D, 0x9B, 0xBB, 0xCB, 0xDB))]
+    cas = [{"ca": f"mlx5_{i}", "fw_ver": (hca_fw or {}).get(i, HCA_FW), "board_id": "MT_0000000838", "ports": []}
+           for i in range(8)]
+    return {"gpus": {"driver_version": "550.127.05", "gpus": gpus}, "hcas": {"cas": cas},
+            "bios": {"bios": {"version": bios}}, "bmc": {"firmware_revision": "3.10"},
+            "kernel": {"kernel": "6.1.0-28-amd64"}}
+
+
+def host(name, **variables):
+    return Host(name, "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr", vars=variables)
+
+
+def fleet(nodes):
+    parsed = {f"{name}/{key}": out for name, parsed in nodes.items() for key, out in parsed.items()}
+    group = Group(tuple(host(n) for n in nodes))
+    return firmware_fleet.judge(Context(parsed, H100, group))
+
+
+def failing(findings):
+    return [f for f in findings if not f.ok]
+
+
+def test_64_nodes_name_exactly_the_gpu_and_the_hca_on_other_firmware():
+    nodes = {f"node{i:02d}": outputs() for i in range(1, 65)}
+    nodes["node17"] = outputs(vbios={3: "96.00.99.00.01"})
+    nodes["node42"] = outputs(hca_fw={5: "28.40.1000"})
+    bad = failing(fleet(nodes))
+    assert [(f.host, f.device, f.metric, f.value, f.expected, f.fault) for f in bad] == [
+        ("node17", "GPU3 00000000:5D:00.0", "vbios", "96.00.99.00.01", VBIOS, "FIRMWARE_ODD_ONE_OUT"),
+        ("node42", "mlx5_5", "hca_fw", "28.40.1000", HCA_FW, "FIRMWARE_ODD_ONE_OUT")]
+    assert "the other 511 of 512 GPUs of the run's 64 h100-sxm5-80g-ndr hosts run 96.00.74.00.01" in bad[0].detail
+    rows = {(f.metric, f.value): (f.device, f.detail) for f in fleet(nodes) if f.metric.endswith("_distribution")}
+    assert rows[("vbios_distribution", VBIOS)] == ("511 GPUs", "node[01-64]")
+    assert rows[("vbios_distribution", "96.00.99.00.01")] == ("1 GPU", "node17")
+    assert rows[("hca_fw_distribution", "28.40.1000")] == ("1 HCA", "node42")
+
+
+def test_two_versions_in_equal_numbers_are_a_split_of_the_whole_group_not_a_guess():
+    nodes = {"n1": outputs(bios="1.5.0"), "n2": outputs(bios="1.6.0")}
+    [split] = failing(fleet(nodes))
+    assert (split.metric, split.host, split.fault) == ("bios", "", "FIRMWARE_SPLIT")
+    assert split.value == "1.5.0 x1, 1.6.0 x1"
+
+
+def test_mixed_vbios_on_one_node_fails_that_node_even_when_one_gpu_matches_the_manifest():
+    mixed = outputs(vbios={i: "96.00.99.00.01" for i in range(4)})  # 4 and 4: aznhc passes it, one GPU matching
+    node = host("n1", provision_firmware={"vbios": VBIOS})
+    profile = profiles.for_host("h100-sxm5-80g-ndr", node.vars, "n1")
+    bad = failing(firmware.judge(Context(mixed, profile, node)))
+    assert sorted({f.fault for f in bad}) == ["FIRMWARE_NOT_IN_MANIFEST", "FIRMWARE_SPLIT"]
+    assert [f.device for f in bad if f.fault == "FIRMWARE_NOT_IN_MANIFEST"] == [
+        "GPU0 00000000:19:00.0", "GPU1 00000000:3B:00.0", "GPU2 00000000:4C:00.0", "GPU3 00000000:5D:00.0"]
+
+
+def test_a_manifest_lists_the_versions_a_rolling_update_allows():
+    node = host("n1", provision_firmware={"hca_fw": ["28.39.1002", "28.40.1000"], "bios": "1.5.0"})
+    profile = profiles.for_host("h100-sxm5-80g-ndr", node.vars, "n1")
+    rolling = outputs(hca_fw={i: "28.40.1000" for i in range(6)})  # 6 of 8 updated: both allowed
+    findings = firmware.judge(Context(rolling, profile, node))
+    assert not [f for f in findings if not f.ok and f.fault == "FIRMWARE_NOT_IN_MANIFEST"]
+    assert [f.device for f in failing(findings)] == ["mlx5_6", "mlx5_7"]  # the node's own odd ones, still named
+    old_bios = firmware.judge(Context(outputs(bios="1.4.0"), profile, node))
+    [bad] = failing(old_bios)
+    assert (bad.metric, bad.value, bad.expected) == ("bios", "1.4.0", "1.5.0")
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ({"vbois": "1"}, "provision_firmware.vbois: unknown key (known: bios, bmc, driver, gsp, hca_board_id"),
+    ({"vbios": []}, "provision_firmware.vbios"),
+])
+def test_a_bad_manifest_is_one_line_naming_the_host_and_field(manifest, message):
+    with pytest.raises(ProfileError) as caught:
+        profiles.for_host("h100-sxm5-80g-ndr", {"provision_firmware": manifest}, "n7")
+    assert "host n7" in str(caught.value) and message in str(caught.value), str(caught.value)
+
+
+def test_every_field_has_a_level_and_a_description():
+    assert all(level in ("GPU", "HCA", "node") and what for level, what in versions.FIELDS.values())
