@@ -12,7 +12,9 @@ user-guide/docs/troubleshooting.html, "PCI Access Control Services (ACS)"): ACS 
 traffic through the CPU root complex, a large drop in GPUDirect bandwidth or a hang, and shows as ``ACSCtl:
 SrcValid+`` in ``lspci -vvv``; NVIDIA's GPUDirect RDMA documentation asks for ACS off on the switches for the same
 reason. Root ports are not judged: their ACS isolates traffic that already crosses the root complex, and IOMMU
-groups rely on it (host_settings judges the IOMMU). A device with no switch port above it (a GPU on NVLink-C2C, an
+groups rely on it (host_settings judges the IOMMU). The GPUs are judged where their host link is PCIe (rule ``gpu``
+needs ``pcie_gpu``): a GB200 tray's GPUs reach the Grace CPU and its NICs over NVLink-C2C, with no PCIe switch
+between GPU and NIC to check, so there only the HCAs' paths are. A device with no switch port above it (a GPU on NVLink-C2C, an
 HCA straight on a root port) passes with ``switch_ports`` 0: nothing on its path can redirect. An output that shows
 fewer GPUs or HCAs than the profile (cut short, or a device off the bus) cannot be judged: an error.
 """
@@ -60,11 +62,12 @@ def judge(ctx: Context) -> list[Finding]:
     if blocks is None:
         raise ParseError("lspci printed no device blocks")
     bridges = [b for b in blocks if b.get("bus") and b.get("bdf")]
-    devices = [(kind, b) for b in blocks if b.get("bdf") and (kind := _kind(b))]
+    judged_gpus = CHECK.applies(ctx.profile, "gpu")  # a GPU on NVLink-C2C reaches the NIC through no PCIe switch
+    devices = [(kind, b) for b in blocks if b.get("bdf") and (kind := _kind(b)) and (kind == "HCA" or judged_gpus)]
     if not devices:
         raise ParseError("lspci shows no GPU or HCA")
     gpus, hcas = (sum(1 for kind, _ in devices if kind == want) for want in ("GPU", "HCA"))
-    if gpus < ctx.profile.gpu.count or hcas < ctx.profile.hca.count:  # an output cut short, or one device's
+    if gpus < (ctx.profile.gpu.count if judged_gpus else 0) or hcas < ctx.profile.hca.count:  # cut short, or one
         raise ParseError(f"lspci shows {gpus} of the profile's {ctx.profile.gpu.count} GPUs and {hcas} of its "
                          f"{ctx.profile.hca.count} HCAs: the others' paths cannot be judged (a device missing from the "
                          "bus is pcie_link's and gpu_health's finding)")
@@ -89,4 +92,5 @@ def judge(ctx: Context) -> list[Finding]:
 
 
 CHECK = Check(id="pcie_acs", order=37, tool="lspci -vvv", steps=steps, judge=judge, needs=("gpu",),
+              rules={"gpu": ("pcie_gpu",)},
               sets=("quick", "deep"), timeout_s=30, metrics={})
