@@ -225,7 +225,8 @@ class Check:
     # A group check that runs no tool: it judges the outputs the node check ``gathers`` gave on each of its hosts in
     # this run (firmware_fleet compares firmware's versions across a profile's hosts). Its steps are that check's
     # steps once per host, keyed ``<host>/<step key>`` (``gathered_steps``); a host whose outputs are missing (its
-    # check errored) is left out of the comparison and named in the result.
+    # check errored) is left out of ``ctx.parsed``, and its judge names it. It runs with the node checks (``--scope
+    # node`` too), since its source does.
     gathers: str = ""
 
     def __post_init__(self) -> None:

@@ -4,7 +4,8 @@ kernel and driver, against the site's manifest and against the node's own other 
 Tools (one step each): ``nvidia-smi -q -x`` (``gpus``; parser ``nvidia-smi-qx``: vbios_version,
 inforom_image_version, gsp_firmware_version, driver_version; tested on the drivers 535 H100, 580 B200 and GB200
 captures), ``ibv_devinfo`` (``hcas``; rdma-core's fw_ver and board_id per hca_id), ``dmidecode -t bios -t system``
-(``bios``: SMBIOS type 0 "Version"), ``ipmitool mc info`` (``bmc``: "Firmware Revision" of the BMC's Get Device ID
+(``bios``: SMBIOS type 0 "Version"; only the profile's HCAs are judged: a storage NIC or a DPU beside them is
+another card with its own firmware line), ``ipmitool mc info`` (``bmc``: "Firmware Revision" of the BMC's Get Device ID
 response, IPMI 2.0 section 20.1) and ``uname -r`` (``kernel``). What each field is and how the two rules work:
 ``provision.checks.versions``.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from provision.checks import versions
 from provision.checks.base import Check, Context, Finding, Step
+from provision.fabric.model import hca_names
 
 ODD, SPLIT, MANIFEST = "FIRMWARE_ODD_ONE_OUT", "FIRMWARE_SPLIT", "FIRMWARE_NOT_IN_MANIFEST"
 
@@ -34,7 +36,7 @@ def steps(profile, host) -> list[Step]:
 
 
 def judge(ctx: Context) -> list[Finding]:
-    found = versions.units(ctx.parsed)
+    found = versions.units(ctx.parsed, hca_names(ctx.profile) if ctx.profile.has("hca") else None)
     name = str(getattr(ctx.target, "name", "the node"))
     manifest = versions.manifest_of(ctx.profile.site, f"host {name}")
     findings = versions.against_manifest(found, manifest, MANIFEST)

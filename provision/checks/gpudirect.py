@@ -1,7 +1,8 @@
 """gpudirect: GPUDirect RDMA of every HCA with its nearest GPU: ib_write_bw from and to GPU memory, the path NCCL takes
 between a GPU and the fabric.
 
-Tool: perftest ``ib_write_bw`` built with CUDA, server then client in loopback through the node's address, one step
+Tool: perftest ``ib_write_bw`` built with CUDA (``env CUDA_DEVICE_ORDER=PCI_BUS_ID``: CUDA numbers the GPUs as
+nvidia-smi does), server then client in loopback through the node's address, one step
 per HCA (key ``mlx5_N``, its own TCP port), buffers in GPU memory (``--use_cuda=<gpu>``; ``--use_cuda_dmabuf`` where
 the profile's path is ``dmabuf``), under ``numactl --cpunodebind=<n> --membind=<n>`` on the GPU's NUMA node, as
 aznhc's azure_ib_write_bw_gdr.nhc runs it (8 MiB messages, numactl on the HCA's NUMA node). Parser
@@ -28,6 +29,7 @@ from provision.fabric.model import hca_names
 
 BASE_PORT = 18615  # ib_write_bw's ports start at 18515 (perftest's default); these stay clear of them
 UNAVAILABLE, SLOW = "GPUDIRECT_UNAVAILABLE", "GPUDIRECT_SLOW"
+CUDA_ORDER = "CUDA_DEVICE_ORDER=PCI_BUS_ID"  # env(1)'s NAME=VALUE
 
 
 def nearest_gpus(profile, topo: dict | None) -> dict[str, tuple[int, str | None]]:
@@ -60,6 +62,9 @@ def steps(profile, host, seen: dict | None = None) -> list[Step]:
     out = []
     for i, (dev, (gpu, numa)) in enumerate(nearest_gpus(profile, topo).items()):
         bind = ["numactl", f"--cpunodebind={numa}", f"--membind={numa}"] if numa is not None else []
+        # CUDA numbers GPUs fastest first unless told PCI order, nvidia-smi (and topo -m) always by PCI bus id: the
+        # same order for --use_cuda=N (CUDA C Programming Guide, "CUDA Environment Variables": CUDA_DEVICE_ORDER).
+        bind = ["env", CUDA_ORDER, *bind]
         cuda = [f"--use_cuda={gpu}"] + (["--use_cuda_dmabuf"] if params["path"] == "dmabuf" else [])
         common = [*bind, "ib_write_bw", "-d", dev, *cuda, "-s", str(params["msg_size_bytes"]),
                   "-D", str(params["duration_s"]), "--report_gbits", "-F", "-p", str(BASE_PORT + i)]
@@ -85,6 +90,9 @@ def judge(ctx: Context) -> list[Finding]:
         if not cuda:
             raise ParseError(f"{dev}: ib_write_bw printed no CUDA lines: it measured host memory, not GPUDirect "
                              "(a perftest built without CUDA?)")
+        if path == "dmabuf" and not cuda.get("dmabuf"):  # the path NCCL will take must be the one measured
+            raise ParseError(f"{dev}: ib_write_bw did not register the GPU buffer through dma-buf (no 'using DMA-BUF' "
+                             "line): the dmabuf path was not the one measured")
         if result.get("bw_avg_Gbps") is None:
             raise ParseError(f"{dev}: perftest printed no average bandwidth")
         findings.append(measured(device, "bw_avg_Gbps", result["bw_avg_Gbps"], ref, SLOW))

@@ -18,8 +18,9 @@ Rules:
   asks for the IOMMU off or in passthrough on bare metal.
 - governor (CPU_GOVERNOR): every cpufreq policy ``performance``; a power-saving governor slows the CPU threads that
   feed NCCL and the data loaders (NVIDIA networking's performance tuning guide for ConnectX adapters: "set the CPU
-  scaling governor to performance"; DGX OS ships it). A node with no cpufreq policy (the platform firmware owns the
-  clocks) cannot be judged here: an error, never a pass.
+  scaling governor to performance"; DGX OS ships it). A node with no cpufreq policy runs no frequency-scaling driver:
+  the BIOS power profile owns the clocks, there is no governor to be wrong, and the fact says so (the BIOS profile
+  itself is not readable here). A read that fails otherwise (permission denied) is an error.
 - nvidia-peermem (GPUDIRECT_PEERMEM_MISSING): loaded, where the profile's ``gpudirect`` path is ``peermem`` (NVIDIA
   GPUDirect RDMA documentation: the nvidia-peermem module gives the HCA driver access to GPU memory; without it
   NCCL's GDR is off). With the dma-buf path no module is needed; the gpudirect check proves that path by using it.
@@ -40,19 +41,21 @@ IB_MTU = 4096
 
 
 def steps(profile, host) -> list[Step]:
+    # find and grep exit 1 when there is nothing to print (no IOMMU group, no cpufreq policy, no loaded module) and
+    # complain of a missing folder on standard error: their texts, not their exit status, are judged.
     out = [Step("cmdline", ["cat", "/proc/cmdline"], parser="proc-cmdline"),
            Step("iommu", ["find", "/sys/kernel/iommu_groups", "-mindepth", "2", "-maxdepth", "2", "-name", "type",
-                          "-exec", "grep", "-H", ".", "{}", "+"], parser="grep-h"),
+                          "-exec", "grep", "-H", ".", "{}", "+"], parser="grep-h", exit_judged=True),
            Step("governor", ["grep", "-r", "-H", "--include=scaling_governor", ".", "/sys/devices/system/cpu/cpufreq"],
-                parser="grep-h"),
-           Step("modules", ["grep", "-r", "-H", "--include=initstate", ".", "/sys/module"], parser="grep-h")]
+                parser="grep-h", exit_judged=True),
+           Step("modules", ["grep", "-r", "-H", "--include=initstate", ".", "/sys/module"], parser="grep-h",
+                exit_judged=True)]
     if profile.has("hca"):
         out.append(Step("mtu", ["ibv_devinfo"], parser="ibv_devinfo"))
     return out
 
 
-def _iommu(parsed: dict, cmdline: dict) -> Finding:
-    types = parsed["files"]
+def _iommu(types: dict[str, str], cmdline: dict) -> Finding:
     translated = sorted((path.split("/")[-2] for path, kind in types.items() if kind != PASSTHROUGH),
                         key=lambda group: (len(group), group))  # numbers in number order
     shown = " ".join(f"{k}={v}" if v is not None else k for k, v in cmdline.get("params", [])
@@ -66,17 +69,31 @@ def _iommu(parsed: dict, cmdline: dict) -> Finding:
                    else f"{len(types)} IOMMU groups; kernel command line: {shown}")
 
 
+def _read(parsed: dict, what: str) -> dict[str, str]:
+    """A sysfs read's files; ParseError for a complaint other than a missing folder (which reads as none)."""
+    odd = [e for e in parsed.get("errors", []) if not e.endswith("No such file or directory")]
+    if odd:
+        raise ParseError(f"{what}: {odd[0][:200]}")
+    return parsed["files"]
+
+
+def _governors(parsed: dict) -> list[Finding]:
+    governors = _read(parsed, "cpufreq")
+    if not governors:  # no frequency-scaling driver: the platform firmware (BIOS power profile) owns the clocks
+        return [Finding(device="node", metric="scaling_governor", value="no cpufreq policy", ok=True,
+                        detail="the kernel runs no cpufreq driver: the clocks are the BIOS's power profile, which "
+                               "this check cannot read")]
+    return [expect(path.split("/")[-2], "scaling_governor", governor, GOVERNOR, "CPU_GOVERNOR")
+            for path, governor in sorted(governors.items(), key=lambda pv: (len(pv[0]), pv[0]))]
+
+
 def judge(ctx: Context) -> list[Finding]:
     parsed = ctx.parsed
-    findings = [_iommu(parsed["iommu"], parsed["cmdline"])]
-    governors = parsed["governor"]["files"]
-    if not governors:
-        raise ParseError("no cpufreq policy under /sys/devices/system/cpu/cpufreq: the governor cannot be read")
-    for path, governor in sorted(governors.items()):
-        findings.append(expect(path.split("/")[-2], "scaling_governor", governor, GOVERNOR, "CPU_GOVERNOR"))
+    findings = [_iommu(_read(parsed["iommu"], "IOMMU groups"), parsed["cmdline"])]
+    findings += _governors(parsed["governor"])
     ref = ctx.profile.reference("gpudirect", "bw_avg_Gbps")
     if ref is not None and ref.params.get("path") == "peermem" and ctx.profile.has("gpu"):
-        loaded = parsed["modules"]["files"].get("/sys/module/nvidia_peermem/initstate") == "live"
+        loaded = _read(parsed["modules"], "/sys/module").get("/sys/module/nvidia_peermem/initstate") == "live"
         findings.append(expect("node", "nvidia_peermem", "loaded" if loaded else "not loaded", "loaded",
                                "GPUDIRECT_PEERMEM_MISSING"))
     if "mtu" in parsed:

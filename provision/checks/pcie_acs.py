@@ -14,9 +14,9 @@ SrcValid+`` in ``lspci -vvv``; NVIDIA's GPUDirect RDMA documentation asks for AC
 reason. Root ports are not judged: their ACS isolates traffic that already crosses the root complex, and IOMMU
 groups rely on it (host_settings judges the IOMMU). The GPUs are judged where their host link is PCIe (rule ``gpu``
 needs ``pcie_gpu``): a GB200 tray's GPUs reach the Grace CPU and its NICs over NVLink-C2C, with no PCIe switch
-between GPU and NIC to check, so there only the HCAs' paths are. A device with no switch port above it (a GPU on NVLink-C2C, an
-HCA straight on a root port) passes with ``switch_ports`` 0: nothing on its path can redirect. An output that shows
-fewer GPUs or HCAs than the profile (cut short, or a device off the bus) cannot be judged: an error.
+between GPU and NIC to check, so there only the HCAs' paths are. A device with no switch port above it (a GPU on
+NVLink-C2C, an HCA straight on a root port) passes with ``switch_ports`` 0: nothing on its path can redirect. An
+output that shows fewer GPUs or HCAs than the profile (cut short, or a device off the bus) cannot be judged: an error.
 """
 from __future__ import annotations
 

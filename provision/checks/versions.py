@@ -52,10 +52,12 @@ class Unit:
     value: str | None
 
 
-def units(parsed: dict[str, dict]) -> list[Unit]:
+def units(parsed: dict[str, dict], hcas: tuple[str, ...] | list[str] | None = None) -> list[Unit]:
     """The versions of one node's firmware outputs (step key -> parse result: ``gpus``, ``hcas``, ``bios``, ``bmc``,
-    ``kernel``), every field of ``FIELDS`` for each of its units; a value the tool printed as N/A is None. Raises
-    ParseError when an output lacks what the check reads."""
+    ``kernel``), every field of ``FIELDS`` for each of its units; a value the tool printed as N/A is None. ``hcas``:
+    the RDMA devices judged (the profile's: a storage NIC or a BlueField DPU beside them is another card, with its
+    own firmware line and PSID); None for every one ibv_devinfo lists. Raises ParseError when an output lacks what
+    the check reads."""
     out: list[Unit] = []
     smi = parsed.get("gpus")
     if smi is not None:
@@ -65,11 +67,12 @@ def units(parsed: dict[str, dict]) -> list[Unit]:
                     Unit("inforom", device, _text(gpu.get("inforom_image_version"))),
                     Unit("gsp", device, _text(gpu.get("gsp_firmware_version")))]
         out.append(Unit("driver", "node", _text(smi.get("driver_version"))))
-    hcas = parsed.get("hcas")
-    if hcas is not None:
-        if "cas" not in hcas:
+    if parsed.get("hcas") is not None:
+        if "cas" not in parsed["hcas"]:
             raise ParseError("ibv_devinfo output holds no hca_id block")
-        for ca in hcas["cas"]:
+        for ca in parsed["hcas"]["cas"]:
+            if hcas is not None and ca["ca"] not in hcas:
+                continue
             out += [Unit("hca_fw", ca["ca"], _text(ca.get("fw_ver"))),
                     Unit("hca_board_id", ca["ca"], _text(ca.get("board_id")))]
     if "bios" in parsed:
@@ -128,21 +131,22 @@ def majority(values: list[str]) -> tuple[str | None, Counter]:
 
 def odd_ones(found: list[tuple[str, Unit]], scope: str, odd: str, split: str) -> list[Finding]:
     """Per field, the units (host, unit) against their majority (``majority``): a passing finding per unit that
-    agrees, ``odd`` (the fault code) per unit that differs, and one ``split`` finding (no host: the whole group's) per
-    field with no majority. ``scope`` says what was compared ("node01's GPUs", "the run's
-    h100-sxm5-80g-ndr hosts"). Units that printed no value are left out. A field with a single unit is not judged."""
+    agrees, ``odd`` (the fault code) per unit that differs, and per field with no majority a ``split`` finding for each
+    host of the group (the whole group's finding: every host it covers is named, none guessed to be the odd one).
+    ``scope`` says what was compared ("node01", "the run's 64 h100-sxm5-80g-ndr hosts"). Units that printed no value
+    are left out. A field with a single unit is not judged."""
     out: list[Finding] = []
     for field, (level, what) in FIELDS.items():
         rows = [(host, u) for host, u in found if u.field == field and u.value is not None]
         if len(rows) < 2:
             continue
         want, counts = majority([u.value for _, u in rows if u.value is not None])
-        if want is None:
+        if want is None:  # the whole group's finding: once per host it covers, never one host guessed
             shown = ", ".join(f"{v} x{n}" for v, n in counts.most_common())
-            out.append(Finding(device=f"{level}s", metric=field, value=shown, ok=False, fault=split,
-                               action=faults.action(split),
-                               detail=f"{what}: no version held by more than half of the {len(rows)} {level}s of "
-                                      f"{scope}"))
+            out += [Finding(device=f"{level}s", metric=field, value=shown, ok=False, fault=split,
+                            action=faults.action(split), host=host,
+                            detail=f"{what}: no version held by more than half of the {len(rows)} {level}s of "
+                                   f"{scope}") for host in dict.fromkeys(h for h, _ in rows)]
             continue
         for host, unit in rows:
             ok = unit.value == want

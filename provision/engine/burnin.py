@@ -112,8 +112,9 @@ class Burnin:
         ``self.cluster`` holds the procedure's rounds and suspects."""
         self.kept = {c.gathers for c in checks if c.gathers} | {u for c in checks for u in c.uses}
         procedure = scope != "node" and cluster.runs(checks)
+        # A check that gathers a node check's outputs runs where its source runs: with the node checks.
         static = [c for c in checks if c.role is None
-                  and (scope == "all" or (c.scope is Scope.NODE) == (scope == "node"))]
+                  and (scope == "all" or (c.scope is Scope.NODE or bool(c.gathers)) == (scope == "node"))]
         jobs = plan(static, {name: str(s.host.profile) for name, s in self.states.items()},
                     {name: s.host.nvlink_domain for name, s in self.states.items()})
         self.control.emit(Planned(dict(Counter(j.check.id for j in jobs))))
@@ -206,7 +207,7 @@ class Burnin:
         out = self._error(job, "; ".join(failures)) if failures else verdict(check, job.hosts, check.scope, profile,
                                                                              texts, job_target, steps)
         out.raw = raw
-        if check.id in self.kept and not failures:
+        if check.id in self.kept and out.outcome in (Outcome.PASS, Outcome.FAIL):  # judged: its outputs read whole
             with self.outputs_lock:
                 self.outputs[(check.id, states[0].name)] = (steps, texts, raw)
         return out
@@ -266,8 +267,9 @@ class Burnin:
         return seen, why
 
     def _gathered(self, job: Job, check: Check, states: list[HostState]) -> CheckResult:
-        """A ``gathers`` check's verdict over the outputs its source check gave on the job's hosts in this run; a
-        host that gave none (unreachable, its check errored) is left out and named."""
+        """A ``gathers`` check's verdict over the outputs its source check gave on the job's hosts in this run (kept
+        where that check was judged: passed or failed); a host that gave none (unreachable, its check errored) is left
+        out: its judge sees it among the job's hosts with no outputs, and says so."""
         profile = next((s.profile for s in states if s.profile is not None), None)
         if profile is None:
             return self._error(job, "; ".join(s.problem for s in states if s.problem) or "no host has a profile")
@@ -278,11 +280,9 @@ class Burnin:
         source = registry()[check.gathers]
         texts: dict[str, str] = {}
         raw: list[RawOutput] = []
-        left_out = []
         for host in job.hosts:
             found = self.outputs.get((source.id, host))
-            if found is None:
-                left_out.append(host)
+            if found is None:  # its source check could not run or could not be judged there
                 continue
             texts.update({f"{host}/{key}": text for key, text in found[1].items()})
             raw += [RawOutput(f"{host}/{r.key}", r.host, r.path, r.stderr, r.server) for r in found[2]]
@@ -290,10 +290,7 @@ class Burnin:
             return self._error(job, f"no host gave {source.id} outputs to compare (see {source.id}'s results)", raw)
         steps = gathered_steps(source, profile, job_target)
         out = verdict(check, job.hosts, check.scope, profile, texts, job_target, steps)
-        out.raw = raw
-        if left_out:
-            out.message += (f"; left out {len(left_out)} host(s) whose {source.id} gave no outputs: "
-                            + ", ".join(left_out[:8]) + (" ..." if len(left_out) > 8 else ""))
+        out.raw = raw  # a host left out has no raw output here: its judge sees it among ctx.hosts, not ctx.parsed
         return out
 
     def _connect(self, state: HostState) -> str:

@@ -212,6 +212,7 @@ class Profile:
         """A copy with the site facts of a host's variables (``provision_storage``), validated
         against ``site.schema.json``; ``bonding_dir`` defaults to /proc/net/bonding."""
         facts = {k: host_vars[k] for k in SITE_FACTS if host_vars.get(k) is not None}
+        _versions_are_text(facts.get("provision_firmware"), origin)
         schema.validate(facts, "site", origin)
         site = {}
         if "provision_storage" in facts:
@@ -223,6 +224,18 @@ class Profile:
     def for_target(self, target: str | None) -> "Profile":
         """A copy for a node of NVIDIA repository folder ``target`` (its pins: ``stack``)."""
         return self if target is None else dataclasses.replace(self, target=target)
+
+
+def _versions_are_text(manifest: object, origin: str) -> None:
+    """A version YAML read as a number (``bmc: 3.10`` is the float 3.1) is refused naming the field and the quoting
+    that keeps it, before the schema's generic message. Raises ProfileError."""
+    if not isinstance(manifest, dict):
+        return
+    for field_name, value in manifest.items():
+        for one in value if isinstance(value, list) else [value]:
+            if isinstance(one, (int, float)) and not isinstance(one, bool):
+                raise ProfileError(f"{origin}: provision_firmware.{field_name}: {one!r} is a number to YAML: quote "
+                                   f"the version as it is printed (e.g. \"3.10\"), or 3.10 reads as 3.1")
 
 
 def _hardware(data: dict) -> Hardware:

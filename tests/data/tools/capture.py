@@ -181,7 +181,12 @@ class Sim:
         return self.argv(argv, key + ":numactl"), env
 
     def launch(self, argv: list[str], key: str) -> tuple[list[str], dict]:
-        """(the command, its environment) that runs ``argv``'s simulated tool."""
+        """(the command, its environment) that runs ``argv``'s simulated tool; ``env NAME=VALUE ... COMMAND`` sets
+        those variables for COMMAND, as env(1) does."""
+        if Path(argv[0]).name == "env":
+            names = [a for a in argv[1:] if "=" in a and not a.startswith("-")]
+            command, env = self.launch(argv[1 + len(names):], key)
+            return command, {**env, **dict(a.split("=", 1) for a in names)}
         if Path(argv[0]).name == "numactl":
             return self.numactl(argv, key)
         return self.argv(argv, key), self.env

@@ -56,9 +56,43 @@ def test_64_nodes_name_exactly_the_gpu_and_the_hca_on_other_firmware():
 
 def test_two_versions_in_equal_numbers_are_a_split_of_the_whole_group_not_a_guess():
     nodes = {"n1": outputs(bios="1.5.0"), "n2": outputs(bios="1.6.0")}
-    [split] = failing(fleet(nodes))
-    assert (split.metric, split.host, split.fault) == ("bios", "", "FIRMWARE_SPLIT")
-    assert split.value == "1.5.0 x1, 1.6.0 x1"
+    splits = failing(fleet(nodes))
+    assert [(f.metric, f.host, f.fault) for f in splits] == [("bios", "n1", "FIRMWARE_SPLIT"),
+                                                            ("bios", "n2", "FIRMWARE_SPLIT")]  # each host named
+    assert splits[0].value == "1.5.0 x1, 1.6.0 x1"
+
+
+def test_a_split_fails_every_host_of_the_group_even_beside_an_odd_one():
+    nodes = {f"node{i:02d}": outputs(bios="1.5.0" if i <= 32 else "1.6.0") for i in range(1, 65)}
+    nodes["node17"] = outputs(bios="1.5.0", vbios={3: "96.00.99.00.01"})
+    bad = failing(fleet(nodes))
+    assert {f.host for f in bad if f.fault == "FIRMWARE_SPLIT"} == set(nodes)
+    assert [f.host for f in bad if f.fault == "FIRMWARE_ODD_ONE_OUT"] == ["node17"]
+
+
+def test_a_rolling_update_the_manifest_allows_is_no_odd_one_out():
+    manifest = {"provision_firmware": {"hca_fw": [HCA_FW, "28.40.1000"]}}
+    profile = profiles.for_host("h100-sxm5-80g-ndr", manifest, "n1")
+    nodes = {f"node{i:02d}": outputs(hca_fw={j: "28.40.1000" for j in range(8)} if i <= 4 else None)
+             for i in range(1, 11)}  # 4 of 10 nodes updated
+    parsed = {f"{name}/{key}": out for name, p in nodes.items() for key, out in p.items()}
+    findings = firmware_fleet.judge(Context(parsed, profile, Group(tuple(host(n, **manifest) for n in nodes))))
+    assert failing(findings) == []
+    assert ("hca_fw_distribution", "28.40.1000") in {(f.metric, f.value) for f in findings}
+
+
+def test_only_the_profiles_hcas_are_compared_not_a_storage_nic_or_a_dpu():
+    node = outputs()
+    node["hcas"]["cas"] += [{"ca": "mlx5_8", "fw_ver": "32.41.1000", "board_id": "MT_0000000884", "ports": []},
+                            {"ca": "mlx5_9", "fw_ver": "26.40.1000", "board_id": "MT_0000001070", "ports": []}]
+    assert failing(firmware.judge(Context(node, H100, host("n1")))) == []
+    assert failing(fleet({"n1": node, "n2": outputs()})) == []
+
+
+def test_a_host_with_no_outputs_is_named_as_left_out():
+    parsed = {f"n1/{key}": out for key, out in outputs().items()}
+    findings = firmware_fleet.judge(Context(parsed, H100, Group((host("n1"), host("n2")))))
+    assert [(f.metric, f.value) for f in findings if f.metric == "left_out"] == [("left_out", "n2")]
 
 
 def test_mixed_vbios_on_one_node_fails_that_node_even_when_one_gpu_matches_the_manifest():
@@ -86,6 +120,8 @@ def test_a_manifest_lists_the_versions_a_rolling_update_allows():
 @pytest.mark.parametrize("manifest, message", [
     ({"vbois": "1"}, "provision_firmware.vbois: unknown key (known: bios, bmc, driver, gsp, hca_board_id"),
     ({"vbios": []}, "provision_firmware.vbios"),
+    ({"bmc": 3.10}, "provision_firmware.bmc: 3.1 is a number to YAML: quote the version"),
+    ({"hca_fw": ["28.39.1002", 28.4]}, "provision_firmware.hca_fw: 28.4 is a number to YAML"),
 ])
 def test_a_bad_manifest_is_one_line_naming_the_host_and_field(manifest, message):
     with pytest.raises(ProfileError) as caught:

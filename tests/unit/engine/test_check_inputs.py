@@ -23,6 +23,10 @@ def steps(profile, host):
 
 
 def parse(text):
+    from provision.errors import ParseError
+
+    if not text.strip():
+        raise ParseError("no version printed")
     return {"tool": "ver", "version": text.strip()}
 
 
@@ -48,8 +52,9 @@ def steps(profile, group):
 def judge(ctx):
     seen = {split_key(key)[0]: parsed["version"] for key, parsed in ctx.parsed.items()}
     want = Counter(seen.values()).most_common(1)[0][0]
+    left = [h.name for h in ctx.hosts if h.name not in seen]
     return [Finding("node", "version", v, v == want, expected=want, host=h, fault="SITE_ODD", action="update it")
-            for h, v in seen.items()]
+            for h, v in seen.items()] + [Finding("hosts", "left_out", ",".join(left), True) for _ in left[:1]]
 
 
 CHECK = Check(id="site_ver_fleet", tool="(site_ver)", order=100, scope=Scope.GROUP, steps=steps, judge=judge,
@@ -126,6 +131,7 @@ def _run(tmp_path, monkeypatch, only):
 def test_a_gathering_check_judges_the_hosts_outputs_without_running_a_tool_and_blames_the_odd_host(tmp_path,
                                                                                                   monkeypatch):
     rundir, run, transport = _run(tmp_path, monkeypatch, ["site_ver_fleet"])  # brings site_ver, its input
+    assert [r.check for r in run.results].count("site_ver_fleet") == 1
     fleet = next(r for r in run.results if r.check == "site_ver_fleet")
     assert fleet.outcome is Outcome.FAIL and fleet.hosts == ("n1", "n2", "n3")
     assert fleet.blamed() == ("n3",), fleet.message
@@ -150,7 +156,7 @@ def test_a_host_whose_source_check_errored_is_left_out_and_named(tmp_path, monke
     monkeypatch.setattr(local.LocalConnection, "start", broken)
     _, run, _ = _run(tmp_path, monkeypatch, ["site_ver_fleet"])
     fleet = next(r for r in run.results if r.check == "site_ver_fleet")
-    assert "left out 1 host(s) whose site_ver gave no outputs: n2" in fleet.message
+    assert [(f.metric, f.value) for f in fleet.findings if f.metric == "left_out"] == [("left_out", "n2")]
     assert {r.host for r in fleet.raw} == {"n1", "n3"}
 
 
@@ -194,5 +200,37 @@ def test_an_unreachable_host_is_left_out_of_the_comparison_not_made_the_groups_e
     _, run, _ = _run(tmp_path, monkeypatch, ["site_ver_fleet"])
     fleet = next(r for r in run.results if r.check == "site_ver_fleet")
     assert fleet.outcome is Outcome.FAIL and fleet.blamed() == ("n3",), fleet.message
-    assert "left out 1 host(s) whose site_ver gave no outputs: n2" in fleet.message
+    assert [(f.metric, f.value) for f in fleet.findings if f.metric == "left_out"] == [("left_out", "n2")]
     assert run.verdicts()["n2"] == "error"  # its own unreachable error, from site_ver
+
+
+def test_a_host_whose_source_check_could_not_be_judged_is_left_out_not_the_groups_error(tmp_path, monkeypatch):
+    from tests.unit.engine import local
+
+    real = local.LocalConnection.start
+
+    def start(self, argv, timeout_s):
+        if self.host.name == "n2" and argv[0] == "python3":  # n2's probe prints nothing: its site_ver errors
+            return real(self, ["python3", "-c", "print('')"], timeout_s)
+        return real(self, argv, timeout_s)
+
+    monkeypatch.setattr(local.LocalConnection, "start", start)
+    _, run, _ = _run(tmp_path, monkeypatch, ["site_ver_fleet"])
+    out = {(r.check, r.host): r for r in run.results if r.check == "site_ver"}
+    assert out[("site_ver", "n2")].outcome is Outcome.ERROR, out[("site_ver", "n2")].message
+    fleet = next(r for r in run.results if r.check == "site_ver_fleet")
+    assert fleet.outcome is Outcome.FAIL and fleet.blamed() == ("n3",), fleet.message
+    assert [(f.metric, f.value) for f in fleet.findings if f.metric == "left_out"] == [("left_out", "n2")]
+
+
+def test_a_gathering_check_runs_with_the_node_checks_and_not_in_a_cluster_scope_run(tmp_path, monkeypatch):
+    _run(tmp_path, monkeypatch, ["site_ver_fleet"])  # writes the site checks and points the registry at them
+    hosts = [Host(n, "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr") for n in ("n1", "n2")]
+    rundir = RunStore(tmp_path / "runs2").create()
+    record = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
+    node = burnin.run(hosts, record.hosts, rundir, LocalTransport(), only=["site_ver_fleet"], scope="node",
+                      control=Control(progress=lambda _: None))
+    assert {r.check for r in node} == {"site_ver", "site_ver_fleet"}
+    cluster = burnin.run(hosts, record.hosts, rundir, LocalTransport(), only=["site_ver_fleet"], scope="cluster",
+                         control=Control(progress=lambda _: None))
+    assert cluster == []  # neither site_ver (node scope) nor the comparison of its outputs

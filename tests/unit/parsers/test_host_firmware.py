@@ -153,5 +153,10 @@ def test_grep_h_files_and_refusal():
         "/sys/devices/system/cpu/cpufreq/policy1/scaling_governor": "powersave",
         "/sys/kernel/iommu_groups/7/type": "DMA-FQ"}
     assert parse_tool("grep-h", "")["files"] == {}
+    missing = parse_tool("grep-h", "grep: /sys/devices/system/cpu/cpufreq: No such file or directory\n")
+    assert missing["files"] == {} and missing["errors"] == [
+        "grep: /sys/devices/system/cpu/cpufreq: No such file or directory"]
+    assert parse_tool("grep-h", "find: '/sys/kernel/iommu_groups': Permission denied\n")["errors"] == [
+        "find: '/sys/kernel/iommu_groups': Permission denied"]
     with pytest.raises(ParseError):
-        parse_tool("grep-h", "grep: /sys/kernel/iommu_groups: No such file or directory\n")
+        parse_tool("grep-h", "no colon here\n")
