@@ -10,9 +10,10 @@ https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/cmdservice.html): `
 nodes_config.cfg, so a node whose daemon is down is listed UNAVAILABLE rather than failing the command.
 
 Rules (device names: "IMEX daemon <host>" for this node's own entry, "IMEX node #<i> <host>" for a peer):
-- this node's own entry (its ``hostName`` or address equal to the host's inventory name or address) is READY
-  (IMEX_DAEMON_DOWN otherwise; an entry not found is said in the domain finding's detail: the list then names
-  trays by addresses the inventory does not use, and every node is judged as a peer);
+- this node's own entry (its ``hostName`` or address equal to the host's inventory name or address) is listed
+  (IMEX_NODE_NOT_LISTED: its daemon's nodes_config.cfg does not name it, so it shares no memory with the domain;
+  or the list names the trays by addresses the inventory does not use: the finding says which names it looked
+  for) and READY (IMEX_DAEMON_DOWN otherwise);
 - every other node listed is READY (IMEX_PEER_DISCONNECTED): a peer whose daemon does not answer cannot share
   memory with this node;
 - every READY node reports every READY node Connected (legend "C", JSON "CONNECTED"; IMEX_PEER_DISCONNECTED
@@ -21,10 +22,9 @@ Rules (device names: "IMEX daemon <host>" for this node's own entry, "IMEX node 
 - channel 0 exists (IMEX_CHANNELS_MISSING): CUDA's default IMEX channel; the channels are device nodes that do
   not survive a reboot unless the driver or a boot unit creates them.
 
-The domain's size is not judged: the nodes the daemon lists are those of nodes_config.cfg, which the IMEX role
-writes from the inventory's NVLink-domain grouping. A full GB200 NVL72 rack has 18 trays (the profile's
-``nvlink_domain.nodes``), but a site may run a partial rack or several domains per rack, so a count other
-than the profile's is reported in the detail and never failed; every node listed must be READY and connected.
+The domain's size against the run's trays of that domain is ``imex_domain``'s (it compares every tray's list with
+the trays the inventory puts in the domain); a count other than the profile's full domain (18 trays of a GB200
+NVL72 rack: a site may run a partial rack) is reported in the detail and never failed here.
 A profile without an IMEX NVLink domain (``nvlink_domain`` missing or ``imex: false``: HGX B200, H100, PCIe
 boards) is skipped by the engine (``needs=("imex",)``).
 """
@@ -49,8 +49,15 @@ def steps(profile, host) -> list[Step]:
 def judge(ctx: Context) -> list[Finding]:
     domain, channels = ctx.parsed[""], ctx.parsed["channels"]
     nodes = domain["nodes"]
-    own = _own_entry(nodes, ctx.target)
+    own = entry_of(nodes, ctx.target)
     findings = [_domain_state(domain, own, ctx.profile)]
+    if own is None:
+        names = ", ".join(sorted(_names(ctx.target))) or "none"
+        findings.append(Finding(device="IMEX domain", metric="imex_node_listed", value=False, ok=False,
+                                expected=True, fault="IMEX_NODE_NOT_LISTED",
+                                action=faults.action("IMEX_NODE_NOT_LISTED"),
+                                detail=f"no entry by this node's names or addresses ({names}) among the "
+                                       f"{len(nodes)} listed"))
     for node in nodes:
         if own is not None and node is own:
             findings.append(expect(f"IMEX daemon {_name(node)}", "imex_daemon_status", node["status"], READY,
@@ -68,10 +75,16 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _own_entry(nodes: list[dict], host) -> dict | None:
-    """This node's entry: its hostName (``-H``) or address equal to the host's inventory name or address."""
+def _names(host) -> set[str]:
+    """The names an IMEX list may give a host: its inventory name and address, and the name's short form."""
     names = {str(n) for n in (getattr(host, "name", None), getattr(host, "address", None)) if n}
-    names |= {n.split(".", 1)[0] for n in names if not n[:1].isdigit()}  # short names; never cut an address
+    return names | {n.split(".", 1)[0] for n in names if not n[:1].isdigit()}  # short names; never cut an address
+
+
+def entry_of(nodes: list[dict], host) -> dict | None:
+    """``host``'s entry in a domain's node list: its hostName (``-H``) or address equal to the host's inventory
+    name or address (or the name's short form)."""
+    names = _names(host)
     for node in nodes:
         if node["hostname"] in names or node["host"] in names:
             return node
@@ -86,8 +99,6 @@ def _domain_state(domain: dict, own: dict | None, profile) -> Finding:
     expected_nodes = profile.nvlink_domain.nodes if profile.nvlink_domain else None
     notes = [f"{len(domain['nodes'])} nodes listed"
              + (f" (a full domain of this profile: {expected_nodes})" if expected_nodes else "")]
-    if own is None:
-        notes.append("this node's own entry not found by name or address: every node judged as a peer")
     return Finding(device="IMEX domain", metric="imex_domain_state", value=domain["domain_state"],
                    ok=domain["domain_state"] == UP, expected=UP, fault="IMEX_DOMAIN_NOT_UP",
                    action=faults.action("IMEX_DOMAIN_NOT_UP"), detail="; ".join(notes))
@@ -110,4 +121,5 @@ CHECK = Check(id="imex", order=46,
               sets=("quick", "deep"),
               tool="nvidia-imex-ctl -N -j -H", steps=steps, judge=judge, needs=("imex",),
               timeout_s=60, metrics={"imex_domain_state": "", "imex_daemon_status": "", "imex_node_status": "",
-                                     "imex_pairs_not_connected": "", "imex_channel0_present": ""})
+                                     "imex_pairs_not_connected": "", "imex_channel0_present": "",
+                                     "imex_node_listed": ""})

@@ -276,6 +276,10 @@ class Burnin:
         skipped = not_applicable(check, job.hosts, check.scope, profile)
         if skipped is not None:
             return skipped
+        undomained = [s.name for s in states if check.per_nvlink_domain and s.host.nvlink_domain is None]
+        if undomained:  # never guessed: the trays compared must be one domain's
+            return self._error(job, f"{', '.join(undomained)}: no NVLink domain in the inventory (set "
+                                    f"{NVLINK_DOMAIN_VAR} to the rack's domain name)")
         job_target = target(check, tuple(s.host for s in states))
         source = registry()[check.gathers]
         texts: dict[str, str] = {}

@@ -13,7 +13,9 @@ The formats, from their sources (no capture of this project's own: the simulated
   570.172, all C, UP; tests/data/imex/aws_p6e_gb200_18_nodes_up.txt) and NVIDIA/k8s-dra-driver-gpu's issue
   capture of a one-node compute domain (no Version column; tests/data/imex/dra_driver_one_node_up.txt).
 - JSON: ``{"nodes": {"<i>": {"status", "host", "hostName", "version", "changed", "connections": {"<j>":
-  {"host", "status": "CONNECTED", "changed"}}}}, "timestamp", "status": "UP"|"DOWN"|"DEGRADED"}``; node
+  {"host", "status": "CONNECTED", "changed"}}}}, "timestamp", "status": "UP"|"DOWN"|"DEGRADED"}``; an empty
+  ``nodes`` map is refused as the text form refuses a list with no node line (a domain always lists the node asked);
+  node
   status READY or UNAVAILABLE (a node whose daemon does not answer). Source: NVIDIA/DCGM
   dcgmlib/src/tests/DcgmImexManagerTests.cpp ("actual sample JSON from specification", IMEX 580.30) and
   dcgmlib/src/DcgmImexManager.cpp (reads the top-level ``status``; UP, DOWN, DEGRADED).
@@ -114,6 +116,8 @@ def _json(body: str) -> dict:
                       "version": _str(raw.get("version")),
                       "connections": {to_int(str(k), "peer index"): _str(v.get("status")) if isinstance(v, dict)
                                       else None for k, v in conns.items()}})
+    if not nodes:  # the text form refuses an empty list; an IMEX domain always lists its own node
+        raise ParseError("nvidia-imex-ctl -N -j: the 'nodes' map is empty: the domain lists no node, not even this one")
     nodes.sort(key=lambda n: n["index"])
     return {"tool": TOOL, "complete": True, "format": "json", "domain_state": _str(doc.get("status")),
             "nodes": nodes}

@@ -14,6 +14,7 @@ SuperBench's per-benchmark data (tests/data/<bench>.log) do. A case::
                                           # site.<key> edits the site facts; stack.<pin> is the pin a site
                                           # sets in its inventory, e.g. stack.driver_version)
       hosts: 4                            # optional: the job's host count (pair checks 2, else 1)
+      addresses: {node07: 172.31.48.81}   # optional: a host's inventory address (default: its name)
       outcome: fail                       # pass | fail | error
       message: ["GPU3 00000000:5D:00.0: remapped_rows_pending"]  # fragments the message must hold;
                                           # {stack[driver_version]} is the profile's stack pin
@@ -59,6 +60,7 @@ class Case:
     variant: dict = field(default_factory=dict)
     sim: dict = field(default_factory=dict)
     hosts: int | None = None
+    addresses: dict = field(default_factory=dict)  # host -> its inventory address (default: its name)
 
     @property
     def id(self) -> str:
@@ -130,7 +132,7 @@ def load(folder: Path) -> list[Case]:
     for row in doc.get("cases") or []:
         where = f"{path}: case {row.get('name')!r}"
         unknown = set(row) - {"name", "captures", "profile", "site", "variant", "outcome", "message", "faults", "sim",
-                                 "hosts"}
+                                 "hosts", "addresses"}
         if unknown or not row.get("name") or not isinstance(row.get("captures"), dict):
             raise ValueError(f"{where}: needs name and captures; unknown keys {sorted(unknown)}")
         faults = row.get("faults")
@@ -138,7 +140,7 @@ def load(folder: Path) -> list[Case]:
                         row.get("profile", doc.get("profile")), Outcome(row["outcome"]),
                         tuple(row.get("message") or ()),
                         None if faults is None else tuple(faults), row.get("site", doc.get("site")),
-                        row.get("variant") or {}, row.get("sim") or {}, row.get("hosts")))
+                        row.get("variant") or {}, row.get("sim") or {}, row.get("hosts"), row.get("addresses") or {}))
     return out
 
 

@@ -30,7 +30,8 @@ def test_case_is_judged_as_declared(case):
     check = registry()[case.check]
     hosts = case.job_hosts(check.scope)
     # the engine's first stage, then its verdict: a case on a platform the check does not apply to is skipped
-    result = not_applicable(check, hosts, check.scope, profile) or judge(HOST, check, profile, case.texts(), hosts)
+    result = not_applicable(check, hosts, check.scope, profile) or judge(HOST, check, profile, case.texts(), hosts,
+                                                                          case.addresses)
     assert result.outcome == case.outcome, result.message
     for needle in case.needles(profile):
         assert needle in result.message
