@@ -47,7 +47,7 @@ CONNECTIONS = ("ssh", "ansible.builtin.ssh", "smart")  # smart is ssh (ansible-c
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}\Z")
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
-SITE_FACTS = ("provision_storage", "provision_regression", "provision_plan")  # site.schema.json
+SITE_FACTS = profiles.SITE_FACTS  # site.schema.json's facts: one list, the profiles' (provision_firmware included)
 TEMPLATED = ("provision_reference_overrides", "provision_check_timeouts") + SITE_FACTS
 
 

@@ -58,7 +58,8 @@ def render(run: Run) -> str:
     out += _versions(run)
     found = groups(run)
     if found:
-        out += ["", f"failures ({len(found)} kinds, by check and fault code):"] + [g.line() for g in found]
+        kinds = f"{len(found)} kind{'s' if len(found) != 1 else ''}"
+        out += ["", f"failures ({kinds}, by check and fault code):"] + [g.line() for g in found]
     out += _gaps(run)
     return "\n".join(out + [""] + closing(run))
 

@@ -38,6 +38,11 @@ def error_lines(proc):
      "gpu.yml:2: host node1: provision_storage: missing key "),
     ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_regression: {as: maybe}\n",
      "gpu.yml:2: host node1: provision_regression.as: "),
+    # the firmware manifest (issue 33): its own file and line, not another site fact's
+    ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_firmware: {vbois: 96.00.74.00.01}\n",
+     "gpu.yml:2: host node1: provision_firmware.vbois: unknown key (known: bios, bmc, "),
+    ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_firmware: {bmc: 24.09}\n",
+     "gpu.yml:2: host node1: provision_firmware.bmc: 24.09 is a number to YAML: quote the version"),
     ("[gpu]\nnode1\n", "provision_profile: gb200-nvl72\nprovision_nvlink_domain: [rack1]\n",
      "gpu.yml:2: host node1: field 'provision_nvlink_domain' must be an NVLink domain name"),
 ])
@@ -62,6 +67,11 @@ def test_a_site_fact_is_named_once_and_a_templated_one_is_templated(tmp_path):
         "mode: 802.3ad, slaves: 2, slave_speed_Mbps: 25000, checkpoint_path: /scratch}\n")
     [host] = inventory.load(tmp_path / "hosts").hosts
     assert host.vars["provision_storage"]["bond"] == "bond7"
+    (tmp_path / "group_vars" / "gpu.yml").write_text(  # the firmware manifest is templated as every site fact
+        "provision_profile: h100-sxm5-80g-ndr\nsite_vbios: 96.00.74.00.01\n"
+        "provision_firmware: {vbios: \"{{ site_vbios }}\"}\n")
+    [host] = inventory.load(tmp_path / "hosts").hosts
+    assert host.vars["provision_firmware"] == {"vbios": "96.00.74.00.01"}
 
 
 def test_vault_without_password_names_the_vault_file():
