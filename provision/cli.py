@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("--markdown", action="store_true", help="print the Markdown table README.md shows")
     lst.add_argument("--sets", action="store_true", help="print the check sets as README.md's Markdown table (checks, "
                      "IB pair schedule, time per node)")
+    lst.add_argument("--profiles", action="store_true", help="print the hardware profiles as README.md's Markdown list")
     par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
     par.add_argument("tool")
     par.add_argument("file")

@@ -1,15 +1,18 @@
 """``provision checks``: the burn-in checks in run order, or README's table (``--markdown``), or README's table
-of the check sets (``--sets``)."""
+of the check sets (``--sets``), or README's list of the hardware profiles (``--profiles``)."""
 from __future__ import annotations
 
 import argparse
 
-from provision import checks
+from provision import checks, profiles
 from provision.commands._common import say
 from provision.errors import ExitStatus
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "profiles", False):
+        say(profiles.markdown_list(), end="")
+        return ExitStatus.OK
     if getattr(args, "sets", False):
         from provision.checks import sets
 

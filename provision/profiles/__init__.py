@@ -305,6 +305,11 @@ def names() -> list[str]:
     return sorted(p.stem for p in DATA_DIR.glob("*.yaml"))
 
 
+def markdown_list() -> str:
+    """README's list of the bundled profiles: name and description, one line each."""
+    return "".join(f"- `{name}`: {load(name).description}\n" for name in names())
+
+
 def load(name: str) -> Profile:
     """Load a bundled profile by name, or a YAML file by path. Raises ProfileError.
 

@@ -459,3 +459,12 @@ def test_a_profile_naming_an_unknown_release_line_names_the_file_and_the_lines(t
         profiles.load(str(path))
     with pytest.raises(ProfileError, match=r"no release line 'rubin'"):
         release.pins(None, "rubin")
+
+
+def test_readme_profile_list_is_the_generated_one():
+    readme = (paths.ROOT / "README.md").read_text()
+    block = re.search(r"<!-- profiles:begin[^>]*-->\n(.*?)<!-- profiles:end -->", readme, re.S)
+    assert block, "README.md lost its profiles:begin/profiles:end markers"
+    assert block.group(1) == profiles.markdown_list(), "README.md's profile list is stale: paste " \
+                                                       "`provision checks --profiles`"
+    assert [line.split("`")[1] for line in block.group(1).splitlines()] == profiles.names()

@@ -100,12 +100,12 @@ def test_a_sites_own_tag_is_a_set_of_that_name():
     assert "burn24" not in sets.members("acceptance", registry)  # acceptance: the checks tagged deep or acceptance
 
 
-@pytest.mark.parametrize("name", ["quick", "deep", "acceptance"])
-def test_every_set_applies_to_every_profile(name):
-    for profile_name in ("h100-sxm5-80g-ndr", "rtx4090-pcie", "a100-pcie-40g-hdr"):
-        [node] = select.set_hosts(name, [host(profile=profile_name)])
-        references.validate(profiles.for_host(profile_name, node.vars, "n"))  # the set's params fit the schema
-        assert sets.time_per_node(name, checks.registry(), profile_name) > 0
+@pytest.mark.parametrize("profile_name", profiles.names())
+@pytest.mark.parametrize("name", [s.name for s in SETS])
+def test_every_set_applies_to_every_profile(name, profile_name):
+    [node] = select.set_hosts(name, [host(profile=profile_name)])
+    references.validate(profiles.for_host(profile_name, node.vars, "n"))  # the set's params fit the schema
+    assert sets.time_per_node(name, checks.registry(), profile_name) > 0
 
 
 def test_the_job_runs_a_set_by_name_with_its_durations_schedule_and_record(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 from provision import cli, paths
 from provision.commands import report as report_command
 from provision.errors import ProvisionError
+from provision.history import db
 from provision.report import html, svg
 from provision.results.store import RunDir, RunStore
 from tests.unit.report.burnin_run import EVIL, failing_run
@@ -132,7 +133,6 @@ def test_report_command_writes_the_file_and_names_bad_input(monkeypatch, tmp_pat
 
 
 def test_history_database_plugs_in_as_the_trend(monkeypatch, tmp_path):
-    db = pytest.importorskip("provision.history.db")
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     store = RunStore(paths.RUNS)
     for name, day in (("r-old", "2026-11-30"), ("r-new", "2026-12-01")):

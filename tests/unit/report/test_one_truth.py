@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -19,6 +20,7 @@ from provision.errors import ExitStatus
 from provision.report import html, junit, prometheus, summary
 from provision.results import reading, schema
 from provision.results.model import FABRIC, CheckResult, Finding, HostRecord, Outcome, Run, Scope
+from tests.unit.report.burnin_run import failing_run
 from tests.unit.report.truth_runs import cable_run, flap_and_slow_hca_run, untested_run
 
 
@@ -181,8 +183,84 @@ def test_a_two_host_group_never_prints_confidence_false():
     assert status(run) is ExitStatus.UNTESTED
 
 
+# What `promtool check metrics` lints (client_golang's prometheus/testutil/promlint), checked without promtool: help,
+# base units, unit abbreviations, _total only on counters, histogram/summary names, types in names, colons, camelCase
+# and duplicate series; and, as Prometheus' text parser refuses them, a second HELP or TYPE line for one name.
+NOT_BASE = {"microseconds", "milliseconds", "nanoseconds", "minutes", "hours", "days", "weeks", "kelvins", "fahrenheit",
+            "rankine", "inches", "yards", "miles", "bits", "calories", "pounds", "ounces"}
+PREFIXES = ("pico", "nano", "micro", "milli", "centi", "deci", "deca", "hecto", "kilo", "kibi", "mega", "mebi", "giga",
+            "gibi", "tera", "tebi", "peta", "pebi")
+BASE = ("amperes", "bytes", "celsius", "grams", "joules", "kelvin", "meters", "metres", "seconds", "volts")
+ABBREVIATIONS = {"s", "ms", "us", "ns", "sec", "b", "kb", "mb", "gb", "tb", "pb", "m", "h", "d"}
+RESERVED = ("_bucket", "_count", "_sum")
+
+
+def promlint(text: str) -> list[str]:
+    """The problems `promtool check metrics` would name in ``text``, read with prometheus_client's parser."""
+    problems = [f"{kind} {name}: more than one line" for kind in ("HELP", "TYPE")
+                for name, n in Counter(re.findall(rf"^# {kind} (\S+)", text, re.M)).items() if n > 1]
+    seen: set[tuple] = set()
+    for family in text_string_to_metric_families(text):
+        problems += _family_problems(family)
+        for sample in family.samples:
+            problems += _sample_problems(family, sample, seen)
+    return problems
+
+
+def _family_problems(family) -> list[str]:
+    name, words, typed = family.name, family.name.split("_"), family.type in ("histogram", "summary")
+    problems = [] if family.documentation else [f"{name}: no help text"]
+    if family.type not in ("counter", "gauge", "histogram", "summary", "info", "stateset"):
+        problems.append(f"{name}: no TYPE ({family.type})")
+    problems += [f"{name}: {w} is not a base unit" for w in words
+                 if w in NOT_BASE or any(w == p + b for p in PREFIXES for b in BASE)]
+    problems += [f"{name}: abbreviated unit {w}" for w in words if w in ABBREVIATIONS]
+    if (family.type == "counter") != name.endswith("_total") and not typed:
+        problems.append(f"{name}: _total is for counters, and only counters")
+    if not typed and name.endswith(RESERVED):
+        problems.append(f"{name}: a suffix reserved for histograms and summaries")
+    return problems + [f"{name}: names its type" for t in ("counter", "gauge", "histogram", "summary") if t in words]
+
+
+def _sample_problems(family, sample, seen: set[tuple]) -> list[str]:
+    problems = [f"{sample.name}: a colon, reserved for recording rules"] if ":" in sample.name else []
+    problems += [f"{word}: camelCase" for word in (sample.name, *sample.labels) if re.search(r"[a-z][A-Z]", word)]
+    if family.type not in ("histogram", "summary") and {"le", "quantile"} & set(sample.labels):
+        problems.append(f"{sample.name}: a label reserved for histograms and summaries")
+    key = (sample.name, frozenset(sample.labels.items()))
+    if key in seen:
+        problems.append(f"{sample.name}{sample.labels}: a duplicate series")
+    seen.add(key)
+    return problems
+
+
+def test_the_textfile_passes_what_promtool_lints_without_promtool():
+    for run in (failing_run(), cable_run(), flap_and_slow_hca_run(), untested_run()):
+        text = prometheus.text(run)
+        assert text_string_to_metric_families(text) and promlint(text) == []
+        assert "provision_burnin_check_outcome" in {f.name for f in text_string_to_metric_families(text)}
+
+
+def test_the_lint_names_each_fault_promtool_would():
+    bad = ("# TYPE lat_milliseconds gauge\nlat_milliseconds 1\n"
+           "# HELP rate_gigabytes x\n# TYPE rate_gigabytes gauge\nrate_gigabytes 1\n"
+           "# HELP wait_ms x\n# TYPE wait_ms gauge\nwait_ms 1\n"
+           "# HELP runs_total x\n# TYPE runs_total gauge\nruns_total 1\n"
+           "# HELP up_gauge x\n# TYPE up_gauge gauge\nup_gauge{hostName=\"n1\"} 1\nup_gauge{hostName=\"n1\"} 2\n"
+           "loose 1\n# HELP once x\n# TYPE once gauge\nonce 1\n# HELP once y\n")
+    assert promlint(bad) == [
+        "HELP once: more than one line",
+        "lat_milliseconds: no help text", "lat_milliseconds: milliseconds is not a base unit",
+        "rate_gigabytes: gigabytes is not a base unit", "wait_ms: abbreviated unit ms",
+        "runs_total: _total is for counters, and only counters", "up_gauge: names its type",
+        "hostName: camelCase", "hostName: camelCase", "up_gauge{'hostName': 'n1'}: a duplicate series",
+        "loose: no help text", "loose: no TYPE (unknown)"]
+
+
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_accepts_the_textfile(tmp_path):
+    """The Go parser and linter themselves, where promtool is installed (the test above checks their rules without
+    it, in CI)."""
     for run in (cable_run(), flap_and_slow_hca_run(), untested_run()):
         path = prometheus.write(tmp_path / "burnin.prom", run)
         proc = subprocess.run(["promtool", "check", "metrics"], stdin=path.open(), capture_output=True, text=True)

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import ib_write_bw
+from provision.parsers import parse_tool
 from tests.unit.sim.conftest import TOOLS
 
 ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", re.M)
@@ -92,10 +93,7 @@ def test_client_without_server_cannot_connect(sim):
 
 
 def _parsed(out: str) -> dict:
-    parsers = pytest.importorskip("provision.parsers")
-    if not hasattr(parsers, "parse_tool"):
-        pytest.skip("provision.parsers.parse_tool not written yet")
-    return parsers.parse_tool("perftest", out)
+    return parse_tool("perftest", out)
 
 
 def test_round_trip_gbits(sim):

@@ -15,11 +15,7 @@ import ibv_devinfo
 import lspci
 import nvbandwidth
 import nvidia_smi
-
-parsers = pytest.importorskip("provision.parsers")
-parse_tool = getattr(parsers, "parse_tool", None)
-if parse_tool is None:
-    pytest.skip("provision.parsers.parse_tool not written yet", allow_module_level=True)
+from provision.parsers import parse_tool
 
 
 @pytest.fixture
