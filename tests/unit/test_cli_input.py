@@ -25,10 +25,10 @@ def test_missing_inventory():
 
 
 @pytest.mark.parametrize("hosts,expected", [
-    ("all:\n  hosts:\n    gpu01: {ansible_host: 10.0.0.1}\n", "no GPU node to run on: no host has provision_profile"),
-    ("all:\n  hosts:\n    gpu01: {ansible_host: 10.0.0.1, provision_profile: h999}\n",
+    ("all:\n  hosts:\n    gpu01: {ansible_host: 127.0.9.1}\n", "no GPU node to run on: no host has provision_profile"),
+    ("all:\n  hosts:\n    gpu01: {ansible_host: 127.0.9.1, provision_profile: h999}\n",
      "host gpu01: field 'provision_profile'"),
-    (f"all:\n  vars: {{{PROFILE}}}\n  hosts:\n    gpu01: {{ansible_host: 10.0.0.1, ansible_port: ssh}}\n",
+    (f"all:\n  vars: {{{PROFILE}}}\n  hosts:\n    gpu01: {{ansible_host: 127.0.9.1, ansible_port: ssh}}\n",
      "host gpu01: field 'ansible_port' is not a port number"),
     ("all:\n  hosts:\n   - gpu01: [\n", "Ansible could not read it as an inventory"),
     ("all:\n  hosts: {}\n", "inventory has no hosts"),
@@ -62,14 +62,14 @@ def test_unknown_check_is_refused():
 ])
 def test_bad_host_fields_are_refused_before_any_run(tmp_path, host_vars, expected):
     (tmp_path / "hosts.yml").write_text(
-        f"all:\n  vars: {{{PROFILE}}}\n  hosts:\n    gpu01:\n      ansible_host: 10.0.0.1\n      {host_vars}\n")
+        f"all:\n  vars: {{{PROFILE}}}\n  hosts:\n    gpu01:\n      ansible_host: 127.0.9.1\n      {host_vars}\n")
     line = one_line_error(provision("burnin", "-i", str(tmp_path)))
     assert expected in line and "hosts.yml" in line
 
 
 def test_limit_and_run_id_are_checked(tmp_path):
     (tmp_path / "hosts.yml").write_text(f"all:\n  vars: {{{PROFILE}}}\n"
-                                        "  hosts:\n    gpu01: {ansible_host: 10.0.0.1}\n")
+                                        "  hosts:\n    gpu01: {ansible_host: 127.0.9.1}\n")
     assert "--limit names hosts not in the inventory: gpu09" in one_line_error(
         provision("burnin", "-i", str(tmp_path), "--limit", "gpu01,gpu09"))
     assert "--run-id '../escape'" in one_line_error(
@@ -131,7 +131,7 @@ def test_an_inventory_names_a_bundled_profile_not_a_path(tmp_path):
     bad = tmp_path / "x.yaml"
     bad.write_text("name: x\n")
     (tmp_path / "inv").mkdir()
-    (tmp_path / "inv/hosts.yml").write_text(f"all:\n  hosts:\n    gpu01: {{ansible_host: 10.0.0.1, "
+    (tmp_path / "inv/hosts.yml").write_text(f"all:\n  hosts:\n    gpu01: {{ansible_host: 127.0.9.1, "
                                             f"provision_profile: {bad}}}\n")
     line = one_line_error(provision("run", "-i", str(tmp_path / "inv")))
     assert "gpu01" in line and "provision_profile" in line and "not a path" in line

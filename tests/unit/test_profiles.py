@@ -212,7 +212,7 @@ def test_a_misspelt_override_field_is_named_as_the_override():
 
 def test_for_host_applies_overrides_and_site_facts():
     host_vars = {"provision_reference_overrides": {"storage": {"write_bw_MiBps": {"value": 9000.0}}},
-                 "provision_storage": STORAGE, "ansible_host": "10.0.0.7"}
+                 "provision_storage": STORAGE, "ansible_host": "127.0.9.7"}
     profile = profiles.for_host("h100-sxm5-80g-ndr", host_vars, "n1")
     assert profile.reference("storage", "write_bw_MiBps").value == 9000.0
     assert profile.site == {"storage": {**STORAGE, "bonding_dir": "/proc/net/bonding"}}
@@ -258,7 +258,7 @@ def test_stack_is_the_release_with_the_targets_overrides():
 
 def test_release_pins_reach_the_stack_check():
     class Host:
-        address = "10.0.0.7"
+        address = "127.0.9.7"
     noble = profiles.load("h100-sxm5-80g-ndr").for_target("ubuntu2404")
     driver, cuda, pkgs = stack.CHECK.steps(noble, Host())
     assert cuda.argv[0] == f"/usr/local/cuda-{stack.major_minor(noble.stack['cuda_version'])}/bin/nvcc"
@@ -371,7 +371,7 @@ def test_a_profile_is_parsed_and_validated_once_however_many_hosts_name_it(tmp_p
     monkeypatch.setattr(yaml, "load", lambda text, Loader: parsed.append(text) or real_load(text, Loader=Loader))
     monkeypatch.setattr(schema, "validate", lambda data, name, origin, prefix="": validated.append(name) or
                         real_validate(data, name, origin, prefix))
-    views = [profiles.for_host(str(path), {"ansible_host": f"10.0.0.{i}"}, f"n{i}") for i in range(200)]
+    views = [profiles.for_host(str(path), {"ansible_host": f"127.0.9.{i}"}, f"n{i}") for i in range(200)]
     loads = [profiles.load(str(path)) for _ in range(200)]
     assert len(parsed) == 1 and validated == ["profile", "site"]  # the file once; the empty site facts once
     assert all(view is views[0] for view in views) and all(p is loads[0] for p in loads)

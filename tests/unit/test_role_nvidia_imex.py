@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "nvidia_imex"
 
 INVENTORY = {"all": {"children": {"gpu_nodes": {"hosts": {
-    "tray01": {"ansible_host": "10.0.0.1", "provision_nvlink_domain": "nvl000"},
-    "tray02": {"ansible_host": "10.0.0.2", "provision_nvlink_domain": "nvl000"},
+    "tray01": {"ansible_host": "127.0.9.1", "provision_nvlink_domain": "nvl000"},
+    "tray02": {"ansible_host": "127.0.9.2", "provision_nvlink_domain": "nvl000"},
     "tray19": {"ansible_host": "10.0.1.1", "provision_nvlink_domain": "nvl001"},
     "rackb1": {"ansible_host": "10.0.2.1", "provision_rack": "b"},
     "rackb2": {"provision_rack": "b"},  # no ansible_host: the name is its address
@@ -64,8 +64,8 @@ def _playbook(tmp_path: Path, play: str, inventory: dict, extra: dict | None = N
 def test_node_list_is_every_tray_of_the_hosts_domain_and_a_host_without_one_stops(tmp_path):
     proc = _playbook(tmp_path, PLAY, INVENTORY)
     assert proc.returncode == 2, proc.stdout[-3000:]  # "lonely" fails, the others go on
-    assert (tmp_path / "tray01.cfg").read_text() == "10.0.0.1\n10.0.0.2\n"
-    assert (tmp_path / "tray02.cfg").read_text() == "10.0.0.1\n10.0.0.2\n"
+    assert (tmp_path / "tray01.cfg").read_text() == "127.0.9.1\n127.0.9.2\n"
+    assert (tmp_path / "tray02.cfg").read_text() == "127.0.9.1\n127.0.9.2\n"
     assert (tmp_path / "tray19.cfg").read_text() == "10.0.1.1\n"
     assert (tmp_path / "rackb1.cfg").read_text() == "10.0.2.1\nrackb2\n"  # provision_rack as the fallback
     assert not (tmp_path / "lonely.cfg").exists()
@@ -74,7 +74,7 @@ def test_node_list_is_every_tray_of_the_hosts_domain_and_a_host_without_one_stop
 
 
 def test_a_domain_larger_than_an_nvl72_rack_stops(tmp_path):
-    hosts = {f"t{i:02d}": {"ansible_host": f"10.0.0.{i}", "provision_nvlink_domain": "big"} for i in range(19)}
+    hosts = {f"t{i:02d}": {"ansible_host": f"127.0.9.{i}", "provision_nvlink_domain": "big"} for i in range(19)}
     proc = _playbook(tmp_path, PLAY, {"all": {"hosts": hosts}})
     assert proc.returncode == 2
     assert "its NVLink domain lists 19 nodes, more than 18 (nvidia_imex_max_nodes)" in proc.stdout
@@ -82,10 +82,10 @@ def test_a_domain_larger_than_an_nvl72_rack_stops(tmp_path):
 
 
 def test_given_addresses_win_over_the_inventory(tmp_path):
-    proc = _playbook(tmp_path, PLAY, {"all": {"hosts": {"a": {"ansible_host": "10.0.0.1"}}}},
-                     {"nvidia_imex_nodes": ["192.0.2.1", "192.0.2.2"]})
+    proc = _playbook(tmp_path, PLAY, {"all": {"hosts": {"a": {"ansible_host": "127.0.9.1"}}}},
+                     {"nvidia_imex_nodes": ["127.0.9.1", "127.0.9.2"]})
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert (tmp_path / "a.cfg").read_text() == "192.0.2.1\n192.0.2.2\n"
+    assert (tmp_path / "a.cfg").read_text() == "127.0.9.1\n127.0.9.2\n"
 
 
 def test_argument_spec_refuses_bad_input_before_any_task(tmp_path):
@@ -97,7 +97,7 @@ def test_argument_spec_refuses_bad_input_before_any_task(tmp_path):
     - role: nvidia_imex
       vars: {nvidia_imex_version: "580.105.08", nvidia_imex_enabled: true, nvidia_imex_max_nodes: many}
 """
-    proc = _playbook(tmp_path, play, {"all": {"hosts": {"a": {"ansible_host": "10.0.0.1"}}}})
+    proc = _playbook(tmp_path, play, {"all": {"hosts": {"a": {"ansible_host": "127.0.9.1"}}}})
     assert proc.returncode == 2
     assert "Validating arguments against arg spec" in proc.stdout
     assert "nvidia_imex_max_nodes" in proc.stdout and "int" in proc.stdout

@@ -71,7 +71,7 @@ def test_gpu_burn_faulty_with_exit_0_fails_through_the_engine(tmp_path):
         def connect(self, host):
             return Connection()
 
-    node = Host("node07", "10.0.0.7", 22, "root", None, None, "h100-sxm5-80g-ndr")
+    node = Host("node07", "127.0.9.7", 22, "root", None, None, "h100-sxm5-80g-ndr")
     rundir = RunStore(tmp_path / "runs").create("faulty")
     [result] = burnin.run([node], {node.name: HostRecord(node.profile)}, rundir, Transport(), only=["gpu_stress"],
                           control=Control(progress=lambda line: None))
@@ -102,7 +102,7 @@ def test_stack_rejects_text_that_is_none_of_its_tools():
 
 def test_steps_are_argv_lists_from_the_profile():
     class Host:
-        address = "10.0.0.7"
+        address = "127.0.9.7"
     for module, keys in KEYS.items():
         got = module.CHECK.steps(H100, Host())
         assert [s.key for s in got] == list(keys)

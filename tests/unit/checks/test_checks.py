@@ -31,10 +31,10 @@ def test_a_changed_threshold_flips_the_outcome():
 
 def test_steps_are_argv_lists_from_the_profile():
     class Host:
-        address = "10.0.0.7"
+        address = "127.0.9.7"
 
     class Other:
-        address = "10.0.0.8"
+        address = "127.0.9.8"
     for check in registry().values():
         if not all(H100.has(need) for need in check.needs):
             continue  # storage: the bare profile has no site facts
@@ -43,14 +43,14 @@ def test_steps_are_argv_lists_from_the_profile():
             assert isinstance(step.argv, list) and all(isinstance(a, str) for a in step.argv)
     ib = registry()["ib_write_bw"].steps(H100, Host())
     assert [s.key for s in ib] == [f"mlx5_{i}" for i in range(8)]
-    assert ib[0].argv[-1] == "10.0.0.7" and ib[0].server[:3] == ["ib_write_bw", "-d", "mlx5_0"]
+    assert ib[0].argv[-1] == "127.0.9.7" and ib[0].server[:3] == ["ib_write_bw", "-d", "mlx5_0"]
     nccl = registry()["nccl_allreduce"].steps(H100, Host())[0].argv
     assert nccl[nccl.index("-e") + 1] == "8589934592" and nccl[nccl.index("-c") + 1] == "1"
     pair = registry()["ib_pairs"].steps(H100, target(registry()["ib_pairs"], (Host(), Other())))
-    assert (pair[0].on, pair[0].server_on, pair[0].argv[-1]) == (1, 0, "10.0.0.7")  # the client writes to hosts[0]
+    assert (pair[0].on, pair[0].server_on, pair[0].argv[-1]) == (1, 0, "127.0.9.7")  # the client writes to hosts[0]
     [mpi] = registry()["nccl_cluster"].steps(H100, target(registry()["nccl_cluster"], (Host(), Other())))
     assert mpi.key == "2-nodes" and mpi.argv[:2] == ["mpirun", "--allow-run-as-root"]
-    assert mpi.argv[mpi.argv.index("--host") + 1] == "10.0.0.7:1,10.0.0.8:1" and "--tag-output" in mpi.argv
+    assert mpi.argv[mpi.argv.index("--host") + 1] == "127.0.9.7:1,127.0.9.8:1" and "--tag-output" in mpi.argv
 
 
 def test_a_check_that_judged_nothing_is_an_error_not_a_pass():

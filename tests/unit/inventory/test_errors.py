@@ -93,7 +93,7 @@ def test_wrong_vault_password(tmp_path):
 
 
 def test_a_host_without_profile_is_not_an_error_but_a_job_needs_one(tmp_path):
-    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    login01: {ansible_host: 10.0.0.1}\n")
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    login01: {ansible_host: 127.0.9.1}\n")
     assert provision("inventory", "-i", str(tmp_path)).returncode == 0
     line = error_lines(provision("burnin", "-i", str(tmp_path)))[0]
     assert "no GPU node to run on: no host has provision_profile" in line

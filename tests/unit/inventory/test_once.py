@@ -23,7 +23,7 @@ all:
 
 def inventory(tmp_path, hosts: dict[str, str]):
     """hosts.yml with one group of ``hosts`` (name -> extra YAML flow mapping entries)."""
-    lines = [f"        {name}: {{ansible_host: 192.0.2.{i + 1}{', ' + extra if extra else ''}}}"
+    lines = [f"        {name}: {{ansible_host: 127.0.9.{i + 1}{', ' + extra if extra else ''}}}"
              for i, (name, extra) in enumerate(hosts.items())]
     (tmp_path / "hosts.yml").write_text(GROUP + "\n".join(lines) + "\n")
     return tmp_path
