@@ -38,7 +38,7 @@ def steps(profile, host) -> list[Step]:
 def judge(ctx: Context) -> list[Finding]:
     found = versions.units(ctx.parsed, hca_names(ctx.profile) if ctx.profile.has("hca") else None)
     name = str(getattr(ctx.target, "name", "the node"))
-    manifest = versions.manifest_of(ctx.profile.site, f"host {name}")
+    manifest = versions.manifest_of(ctx.profile.site)
     findings = versions.against_manifest(found, manifest, MANIFEST)
     devices = [("", u) for u in found if versions.FIELDS[u.field][0] != "node"]
     findings += versions.odd_ones(devices, name, ODD, SPLIT)

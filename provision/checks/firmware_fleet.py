@@ -41,7 +41,7 @@ def judge(ctx: Context) -> list[Finding]:
     found = [(host, unit) for host, outputs in by_host.items() for unit in versions.units(outputs, hcas)]
     # A field the site's manifest names is the manifest's to judge (firmware does, per node): during a rolling
     # update the versions it allows are all right, whichever holds the majority.
-    manifest = versions.manifest_of(ctx.profile.site, f"profile {ctx.profile.name}'s hosts")
+    manifest = versions.manifest_of(ctx.profile.site)
     profile = ctx.profile.name
     findings = versions.odd_ones([(h, u) for h, u in found if u.field not in manifest],
                                  f"the run's {len(by_host)} {profile} hosts", ODD, SPLIT)

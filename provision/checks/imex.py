@@ -50,7 +50,7 @@ def judge(ctx: Context) -> list[Finding]:
     domain, channels = ctx.parsed[""], ctx.parsed["channels"]
     nodes = domain["nodes"]
     own = entry_of(nodes, ctx.target)
-    findings = [_domain_state(domain, own, ctx.profile)]
+    findings = [_domain_state(domain, ctx.profile)]
     if own is None:
         names = ", ".join(sorted(_names(ctx.target))) or "none"
         findings.append(Finding(device="IMEX domain", metric="imex_node_listed", value=False, ok=False,
@@ -95,13 +95,13 @@ def _name(node: dict) -> str:
     return node["hostname"] or node["host"] or "?"
 
 
-def _domain_state(domain: dict, own: dict | None, profile) -> Finding:
+def _domain_state(domain: dict, profile) -> Finding:
     expected_nodes = profile.nvlink_domain.nodes if profile.nvlink_domain else None
-    notes = [f"{len(domain['nodes'])} nodes listed"
-             + (f" (a full domain of this profile: {expected_nodes})" if expected_nodes else "")]
+    listed = f"{len(domain['nodes'])} nodes listed" + (f" (a full domain of this profile: {expected_nodes})"
+                                                        if expected_nodes else "")
     return Finding(device="IMEX domain", metric="imex_domain_state", value=domain["domain_state"],
                    ok=domain["domain_state"] == UP, expected=UP, fault="IMEX_DOMAIN_NOT_UP",
-                   action=faults.action("IMEX_DOMAIN_NOT_UP"), detail="; ".join(notes))
+                   action=faults.action("IMEX_DOMAIN_NOT_UP"), detail=listed)
 
 
 def _connections(nodes: list[dict]) -> Finding:

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from provision.checks import faults
-from provision.errors import ParseError, ProfileError
+from provision.errors import ParseError
 from provision.results.model import Finding
 
 # field -> (level, what it is), in the order reports show them.
@@ -89,19 +89,13 @@ def _text(value: object) -> str | None:
     return None if text in ("", "N/A") else text
 
 
-def manifest_of(site: dict, origin: str) -> dict[str, tuple[str, ...]]:
-    """The site's manifest (``profile.site["firmware"]``, from ``provision_firmware``): field -> allowed versions.
-    Raises ProfileError naming ``origin`` and the field for an unknown field or a value that is not a version."""
+def manifest_of(site: dict) -> dict[str, tuple[str, ...]]:
+    """The site's manifest (``profile.site["firmware"]``, from ``provision_firmware``, checked against
+    site.schema.json as the host's profile is built: known fields, each a version or a non-empty list of them):
+    field -> allowed versions."""
     raw = site.get("firmware") or {}
-    out = {}
-    for field, allowed in raw.items():
-        if field not in FIELDS:
-            raise ProfileError(f"{origin}: {MANIFEST_VAR}.{field}: no such field (known: {', '.join(FIELDS)})")
-        values = (allowed,) if isinstance(allowed, (str, int, float)) else tuple(allowed or ())
-        if not values or not all(isinstance(v, (str, int, float)) and str(v).strip() for v in values):
-            raise ProfileError(f"{origin}: {MANIFEST_VAR}.{field}: a version or a list of versions")
-        out[field] = tuple(str(v).strip() for v in values)
-    return out
+    return {field: tuple(allowed) if isinstance(allowed, (list, tuple)) else (allowed,)
+            for field, allowed in raw.items()}
 
 
 def against_manifest(found: list[Unit], manifest: dict[str, tuple[str, ...]], fault: str) -> list[Finding]:

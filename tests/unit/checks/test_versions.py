@@ -1,6 +1,8 @@
 """The firmware checks' two rules (provision/checks/versions.py), on parse results in the parsers' contract shape:
 the odd one out against a clear majority, a split with none, the site's manifest; at rack scale (64 nodes, one GPU
 of one node on another VBIOS and one HCA of another on other firmware: exactly those two named)."""
+from pathlib import Path
+
 import pytest
 
 from provision import profiles
@@ -131,3 +133,10 @@ def test_a_bad_manifest_is_one_line_naming_the_host_and_field(manifest, message)
 
 def test_every_field_has_a_level_and_a_description():
     assert all(level in ("GPU", "HCA", "node") and what for level, what in versions.FIELDS.values())
+
+
+def test_the_manifests_schema_names_exactly_the_fields_the_checks_read():
+    import json
+
+    schema = json.loads((Path(profiles.__file__).with_name("site.schema.json")).read_text())
+    assert set(schema["properties"]["provision_firmware"]["properties"]) == set(versions.FIELDS)
