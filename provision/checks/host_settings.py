@@ -38,17 +38,18 @@ from provision.errors import ParseError
 GOVERNOR = "performance"
 PASSTHROUGH = "identity"
 IB_MTU = 4096
+CPUFREQ, IOMMU_GROUPS, MODULES = "/sys/devices/system/cpu/cpufreq", "/sys/kernel/iommu_groups", "/sys/module"
 
 
 def steps(profile, host) -> list[Step]:
     # find and grep exit 1 when there is nothing to print (no IOMMU group, no cpufreq policy, no loaded module) and
     # complain of a missing folder on standard error: their texts, not their exit status, are judged.
     out = [Step("cmdline", ["cat", "/proc/cmdline"], parser="proc-cmdline"),
-           Step("iommu", ["find", "/sys/kernel/iommu_groups", "-mindepth", "2", "-maxdepth", "2", "-name", "type",
+           Step("iommu", ["find", IOMMU_GROUPS, "-mindepth", "2", "-maxdepth", "2", "-name", "type",
                           "-exec", "grep", "-H", ".", "{}", "+"], parser="grep-h", exit_judged=True),
-           Step("governor", ["grep", "-r", "-H", "--include=scaling_governor", ".", "/sys/devices/system/cpu/cpufreq"],
+           Step("governor", ["grep", "-r", "-H", "--include=scaling_governor", ".", CPUFREQ],
                 parser="grep-h", exit_judged=True),
-           Step("modules", ["grep", "-r", "-H", "--include=initstate", ".", "/sys/module"], parser="grep-h",
+           Step("modules", ["grep", "-r", "-H", "--include=initstate", ".", MODULES], parser="grep-h",
                 exit_judged=True)]
     if profile.has("hca"):
         out.append(Step("mtu", ["ibv_devinfo"], parser="ibv_devinfo"))
@@ -69,16 +70,18 @@ def _iommu(types: dict[str, str], cmdline: dict) -> Finding:
                    else f"{len(types)} IOMMU groups; kernel command line: {shown}")
 
 
-def _read(parsed: dict, what: str) -> dict[str, str]:
-    """A sysfs read's files; ParseError for a complaint other than a missing folder (which reads as none)."""
-    odd = [e for e in parsed.get("errors", []) if not e.endswith("No such file or directory")]
+def _read(parsed: dict, folder: str) -> dict[str, str]:
+    """A sysfs read's files; ParseError for any complaint but ``folder`` itself missing (which reads as none): a
+    missing program (find's ``-exec grep``) or a refused read is never taken for an empty folder."""
+    odd = [e for e in parsed.get("errors", []) if not (e.endswith("No such file or directory")
+                                                        and e.split(": ")[1].strip("'\"") == folder)]
     if odd:
-        raise ParseError(f"{what}: {odd[0][:200]}")
+        raise ParseError(f"{folder}: {odd[0][:200]}")
     return parsed["files"]
 
 
 def _governors(parsed: dict) -> list[Finding]:
-    governors = _read(parsed, "cpufreq")
+    governors = _read(parsed, CPUFREQ)
     if not governors:  # no frequency-scaling driver: the platform firmware (BIOS power profile) owns the clocks
         return [Finding(device="node", metric="scaling_governor", value="no cpufreq policy", ok=True,
                         detail="the kernel runs no cpufreq driver: the clocks are the BIOS's power profile, which "
@@ -89,11 +92,11 @@ def _governors(parsed: dict) -> list[Finding]:
 
 def judge(ctx: Context) -> list[Finding]:
     parsed = ctx.parsed
-    findings = [_iommu(_read(parsed["iommu"], "IOMMU groups"), parsed["cmdline"])]
+    findings = [_iommu(_read(parsed["iommu"], IOMMU_GROUPS), parsed["cmdline"])]
     findings += _governors(parsed["governor"])
     ref = ctx.profile.reference("gpudirect", "bw_avg_Gbps")
     if ref is not None and ref.params.get("path") == "peermem" and ctx.profile.has("gpu"):
-        loaded = _read(parsed["modules"], "/sys/module").get("/sys/module/nvidia_peermem/initstate") == "live"
+        loaded = _read(parsed["modules"], MODULES).get(f"{MODULES}/nvidia_peermem/initstate") == "live"
         findings.append(expect("node", "nvidia_peermem", "loaded" if loaded else "not loaded", "loaded",
                                "GPUDIRECT_PEERMEM_MISSING"))
     if "mtu" in parsed:

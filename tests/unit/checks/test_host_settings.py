@@ -46,6 +46,11 @@ def test_no_iommu_groups_folder_is_the_iommu_off():
     assert [f.value for f in result.findings if f.metric == "iommu"] == ["off"]
 
 
+def test_a_missing_program_is_not_taken_for_a_missing_folder():
+    result = judged(iommu="find: 'grep': No such file or directory\n")  # find's -exec grep could not run
+    assert result.outcome is Outcome.ERROR and "find: 'grep': No such file or directory" in result.message
+
+
 def test_a_read_refused_otherwise_is_an_error():
     result = judged(governor="grep: /sys/devices/system/cpu/cpufreq/policy0/scaling_governor: Permission denied\n")
     assert result.outcome is Outcome.ERROR and "Permission denied" in result.message
