@@ -12,9 +12,14 @@ errors.
 
 Also per size: the controller's cost, from ``wait4(2)``'s rusage of the ``provision burnin`` process (this
 bench's child; it starts no processes of its own): CPU seconds (user + system) per node and peak RSS; the
-rack's memory, the PSS of every process of each node (systemd, journald, dbus, logind, sshd, units) from
-``/proc/PID/smaps_rollup``, per node; ``sim up``'s wall time; and the load average (the machine may be
-shared) before and after.
+rack's memory per node, measured once every node's systemd says its boot is over (``systemctl
+is-system-running --wait`` in the node: running or degraded): the node's cgroup charge (``memory.current``, or
+cgroup v1's ``memory.usage_in_bytes`` where the memory controller is on v1: processes, page cache, kernel memory;
+``provision.sim.cgroups.memory_bytes``), mean and largest, and the PSS of its processes (systemd, journald, dbus,
+logind, sshd, units; ``/proc/PID/smaps_rollup``), user space only; the machine's memory in use
+(/proc/meminfo MemTotal - MemAvailable) after the boot less before ``sim up``, per node (what the rack costs the
+machine, the overlay's kernel objects included; other work on the machine moves it); ``sim up``'s wall time;
+and the load average (the machine may be shared) before and after.
 Usage: ``bench/burnin_overhead.py 64 256 1024 [--tool-time T] [--forks N]``.
 """
 from __future__ import annotations
@@ -71,6 +76,24 @@ def node_pss_MiB(pid: int) -> float:
     return total_kB / 1024
 
 
+def settle(pid: int, timeout_s: float = 600.0) -> str:
+    """Wait until the node whose PID 1 is ``pid`` has finished booting: ``systemctl is-system-running --wait`` in
+    its namespaces (nsenter); its answer (running, degraded, ...) or 'timeout'."""
+    try:
+        proc = subprocess.run(["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "systemctl", "is-system-running",
+                               "--wait"], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    return proc.stdout.strip() or proc.stderr.strip()
+
+
+def in_use_MiB() -> float:
+    """This machine's memory in use, MiB: MemTotal - MemAvailable (/proc/meminfo, proc(5))."""
+    rows = (line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    info = {key: int(value.split()[0]) for key, value in rows}
+    return (info["MemTotal"] - info["MemAvailable"]) / 1024
+
+
 def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -87,7 +110,9 @@ def main() -> None:
     print(f"# {os.cpu_count()} CPUs; T = {t:g} s per tool call, {TOOL_CALLS} calls per node: "
           f"test time {TOOL_CALLS * t:g} s")
     print(f"{'nodes':>5} {'up s':>6} {'engine s':>8} {'e2e s':>7} {'engine/test':>11} {'e2e/test':>8} {'errors':>6} "
-          f"{'CPU s/node':>10} {'peak RSS MiB':>12} {'node PSS MiB':>12}  load before -> after")
+          f"{'CPU s/node':>10} {'peak RSS MiB':>12} {'node PSS MiB':>12} {'node cgroup MiB':>15} {'max':>6} "
+          f"{'machine MiB/node':>16}  "
+          "load before -> after")
     for n in sizes:
         try:
             one(n, t, args.forks)
@@ -102,14 +127,22 @@ def one(n: int, t: float, forks: int | None) -> None:
 
     work = Path(tempfile.mkdtemp(prefix=f"bench-overhead-{n}-"))
     shutil.copytree(ROOT / "inventory/sim/group_vars", work / "rack" / "group_vars")
-    before = load()
+    before, used_before_MiB = load(), in_use_MiB()
     up_s, up = provision("sim", "up", "--nodes", str(n), "--inventory", str(work / "rack"), "--address-base",
                          "127.77.0.10")
     try:
         if up.returncode != 0:
             raise RuntimeError(f"sim up failed: {up.stderr.strip()[-500:]}")
+        from provision.sim import cgroups
+
         nodes = rack.load_nodes(work / "rack")
+        states = {settle(node.pid) for node in nodes}
+        if not states <= {"running", "degraded"}:
+            print(f"# {n} nodes: not every node finished booting: {sorted(states)}", flush=True)
         pss = sum(node_pss_MiB(node.pid) for node in nodes) / len(nodes)
+        charged = [cgroups.memory_bytes(Path(node.cgroup)) or 0 for node in nodes]
+        cgroup_MiB, cgroup_max_MiB = sum(charged) / len(nodes) / 2**20, max(charged) / 2**20
+        machine_MiB = (in_use_MiB() - used_before_MiB) / len(nodes)
         for node in nodes:
             (node.root() / "etc/provision-sim/bench-tool-time-s").write_text(f"{t}\n")
         extra = ["--forks", str(forks)] if forks else []
@@ -128,7 +161,9 @@ def one(n: int, t: float, forks: int | None) -> None:
         errors = sum(r["outcome"] == "error" for r in report["results"])
         test = TOOL_CALLS * t
         print(f"{n:>5} {up_s:>6.1f} {engine:>8.1f} {wall:>7.1f} {engine / test:>11.2f} {wall / test:>8.2f} "
-              f"{errors:>6} {cpu_s / n:>10.3f} {rss_MiB:>12.0f} {pss:>12.2f}  {before} -> {load()}", flush=True)
+              f"{errors:>6} {cpu_s / n:>10.3f} {rss_MiB:>12.0f} {pss:>12.2f} {cgroup_MiB:>15.1f} "
+              f"{cgroup_max_MiB:>6.1f} {machine_MiB:>16.1f}  "
+              f"{before} -> {load()}", flush=True)
         shown = [r for r in report["results"] if r["outcome"] == "error"][:10]
         for r in shown:
             print(f"#   {r['hosts'][0]} {r['check']}: {r['message'][:160]}")

@@ -39,6 +39,48 @@ def hierarchy(mountinfo: Path = MOUNTINFO) -> Path:
     return OWN_MOUNT
 
 
+def v1_memory_mount(mountinfo: Path = MOUNTINFO) -> Path | None:
+    """The cgroup v1 hierarchy the memory controller is mounted on (``cgroup`` mounts whose super options name
+    ``memory``), None where there is none (a cgroup v2 machine)."""
+    for line in mountinfo.read_text().splitlines():
+        fields = line.split(" - ", 1)
+        if len(fields) == 2:
+            fstype, _source, options = (fields[1].split() + ["", ""])[:3]
+            if fstype == "cgroup" and "memory" in options.split(","):
+                return Path(fields[0].split()[4])
+    return None
+
+
+def memory_folder(cgroup: Path, mountinfo: Path = MOUNTINFO) -> Path | None:
+    """Where a node whose cgroup v2 folder is ``cgroup`` has its memory counted when the v2 folder cannot count it
+    (the memory controller is on cgroup v1, as on this machine kind): the same path under the v1 memory hierarchy,
+    made here; the node's supervisor joins it (node-boot.sh), so the node's processes, page cache and kernel memory
+    are charged there (cgroup-v1 memory.txt: ``memory.usage_in_bytes``). None where ``cgroup`` has ``memory.current``
+    (v2) or there is no memory controller."""
+    if (cgroup / "memory.current").exists():
+        return None
+    mount = v1_memory_mount(mountinfo)
+    if mount is None:
+        return None
+    folder = mount / cgroup.relative_to(hierarchy(mountinfo))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def memory_bytes(cgroup: Path, mountinfo: Path = MOUNTINFO) -> int | None:
+    """A node's memory in bytes as its cgroup counts it: v2's ``memory.current`` (cgroup-v2.rst), else v1's
+    ``memory.usage_in_bytes`` of its memory folder (``memory_folder``), the same charge (anonymous memory, page
+    cache, kernel memory). None where neither can be read (a node gone, no memory controller)."""
+    mount = v1_memory_mount(mountinfo)
+    candidates = [cgroup / "memory.current"]
+    if mount is not None:
+        candidates.append(mount / cgroup.relative_to(hierarchy(mountinfo)) / "memory.usage_in_bytes")
+    for path in candidates:
+        with contextlib.suppress(OSError, ValueError):
+            return int(path.read_text())
+    return None
+
+
 def rack_folder(state_folder: Path) -> Path:
     """The cgroup folder of the rack whose state is in ``state_folder`` (its nodes' folders go in it)."""
     folder = hierarchy() / TOP / state_folder.name
@@ -54,17 +96,23 @@ def kill(folder: Path) -> None:
 
 def remove(folder: Path) -> None:
     """Remove ``folder`` and its sub-cgroups (the node's systemd made init.scope, system.slice, ...),
-    deepest first, then the rack's folder once it is empty. A folder still holding a process stays."""
+    deepest first, then the rack's folder once it is empty; the same for its v1 memory folder
+    (``memory_folder``). A folder still holding a process stays."""
     if not folder.is_dir():
         return
     deadline = time.monotonic() + EMPTY_WAIT_S  # a PID namespace's last processes take a moment to be reaped
     while _populated(folder) and time.monotonic() < deadline:
         time.sleep(0.05)
-    for path, _dirs, _files in sorted(os.walk(folder), key=lambda row: -row[0].count("/")):
+    mount = v1_memory_mount()
+    memory = mount / folder.relative_to(hierarchy()) if mount is not None else None
+    for top in (folder, memory):
+        if top is None or not top.is_dir():
+            continue
+        for path, _dirs, _files in sorted(os.walk(top), key=lambda row: -row[0].count("/")):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
         with contextlib.suppress(OSError):
-            os.rmdir(path)
-    with contextlib.suppress(OSError):
-        folder.parent.rmdir()
+            top.parent.rmdir()
 
 
 def _populated(folder: Path) -> bool:

@@ -8,11 +8,14 @@
 # namespace, so its systemd sees that cgroup as its root and keeps its slices inside it.
 # Only builtins run before unshare, so that the shell's one child is unshare (rack.py finds the node's
 # PID 1 as that child's child).
-# Usage: node-boot.sh CGROUP INIT_SCRIPT LOWER UPPER WORK MERGED HOSTNAME PROC_DEVICES (CGROUP exists)
+# Where the memory controller is on cgroup v1 (MEMCG, a folder of that hierarchy, or empty), the
+# supervisor joins it too, so that the node's memory is counted there (cgroups.memory_folder).
+# Usage: node-boot.sh CGROUP MEMCG INIT_SCRIPT LOWER UPPER WORK MERGED HOSTNAME PROC_DEVICES (CGROUP exists)
 set -u
-cgroup=$1 init=$2
-shift 2
+cgroup=$1 memcg=$2 init=$3
+shift 3
 echo $$ > "$cgroup/cgroup.procs"
+[ -z "$memcg" ] || echo $$ > "$memcg/cgroup.procs"
 while :; do
   unshare --mount --uts --ipc --pid --cgroup --fork --kill-child --propagation private /bin/sh "$init" "$@"
   rc=$?

@@ -506,8 +506,9 @@ def _start(node_dir: Path, lower: Path, name: str, address: str, log_path: Path,
         (node_dir / sub).mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cgroup.mkdir(parents=True, exist_ok=True)
-    argv = [*prefix, "/bin/sh", str(BOOT_SCRIPT), str(cgroup), str(INIT_SCRIPT), str(lower), str(node_dir / "upper"),
-            str(node_dir / "work"), str(node_dir / "merged"), name, SIM_PROC_DEVICES]
+    memcg = cgroups.memory_folder(cgroup)
+    argv = [*prefix, "/bin/sh", str(BOOT_SCRIPT), str(cgroup), str(memcg or ""), str(INIT_SCRIPT), str(lower),
+            str(node_dir / "upper"), str(node_dir / "work"), str(node_dir / "merged"), name, SIM_PROC_DEVICES]
     with open(log_path, "ab") as out:
         proc = external.popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
     node = SimNode(name, address, proc.pid, str(cgroup))

@@ -311,3 +311,36 @@ def test_two_leaves_get_no_cover_rings():
     loc = Localizer(fabric, hosts, THRESHOLD)
     drive(loc, Oracle(fabric, cables={(0, uplink(fabric, 0, hosts[0], 2).id): 0.5}))
     assert not [o for r in loc.rounds for o in r if o.test.kind == "group" and o.test.purpose == "cable"]
+
+
+@pytest.mark.parametrize("faults", ["1 node + 1 cable", "1 HCA", "2 nodes", "1 cable", "none"])
+def test_plan_sizings_rounds_formula_matches_the_localizers_real_rounds_at_128_hosts(faults):
+    """Issue 34: `provision plan` sizes the localize phase with ``expected_rounds`` (provision/plan/sizing.py); here
+    the real Localizer runs on the tree the plan assumes for 128 NDR hosts (4 leaves of 32, 32 uplinks each) against
+    the oracle, 20 random placements per kind. With a faulty host (node or HCA) it takes exactly the formula's
+    rounds; with only a cable or nothing faulty it takes fewer, never more: the plan's figure is an upper bound
+    that is reached."""
+    hosts = [f"h{i:03d}" for i in range(128)]
+    fabric = fat_tree(hosts, leaves=4, spines=2, width_speed="4xNDR")
+    plane = fabric.plane_of(0)
+    leaves = sorted({plane.hca_of(h).leaf for h in hosts})
+    assert [len(plane.hosts_on(lf)) for lf in leaves] == [32] * 4
+    assert [len(plane.uplinks(lf)) for lf in leaves] == [32] * 4
+    formula = expected_rounds(128, 32, 32)
+    assert formula == 6
+    rounds = []
+    for seed in range(20):
+        rng = random.Random(seed)
+        nodes = {h: rng.uniform(0.5, 0.8) for h in rng.sample(hosts, faults.count("node"))} if "node" in faults else {}
+        hcas = {(rng.choice(hosts), 0): 0.5} if faults == "1 HCA" else {}
+        cables = {}
+        if "cable" in faults:
+            cable = rng.choice(sorted(lk.id for lf in leaves for lk in plane.uplinks(lf)))
+            cables[(0, cable)] = rng.choice((0.25, 0.5))
+        loc = Localizer(fabric, hosts, THRESHOLD)
+        drive(loc, Oracle(fabric, nodes=nodes, hcas=hcas, cables=cables, seed=seed))
+        rounds.append(len(loc.rounds))
+    if nodes or faults == "1 HCA":
+        assert rounds == [formula] * 20, rounds
+    else:
+        assert max(rounds) < formula, rounds
