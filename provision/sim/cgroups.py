@@ -51,6 +51,18 @@ def v1_memory_mount(mountinfo: Path = MOUNTINFO) -> Path | None:
     return None
 
 
+def _v1_memory_twin(cgroup: Path, mountinfo: Path = MOUNTINFO) -> Path | None:
+    """``cgroup``'s path under the v1 memory hierarchy; None where there is none or ``cgroup`` is not a folder of the
+    v2 hierarchy."""
+    mount = v1_memory_mount(mountinfo)
+    if mount is None:
+        return None
+    try:
+        return mount / cgroup.relative_to(hierarchy(mountinfo))
+    except ValueError:
+        return None
+
+
 def memory_folder(cgroup: Path, mountinfo: Path = MOUNTINFO) -> Path | None:
     """Where a node whose cgroup v2 folder is ``cgroup`` has its memory counted when the v2 folder cannot count it
     (the memory controller is on cgroup v1, as on this machine kind): the same path under the v1 memory hierarchy,
@@ -59,11 +71,9 @@ def memory_folder(cgroup: Path, mountinfo: Path = MOUNTINFO) -> Path | None:
     (v2) or there is no memory controller."""
     if (cgroup / "memory.current").exists():
         return None
-    mount = v1_memory_mount(mountinfo)
-    if mount is None:
-        return None
-    folder = mount / cgroup.relative_to(hierarchy(mountinfo))
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _v1_memory_twin(cgroup, mountinfo)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
@@ -71,10 +81,10 @@ def memory_bytes(cgroup: Path, mountinfo: Path = MOUNTINFO) -> int | None:
     """A node's memory in bytes as its cgroup counts it: v2's ``memory.current`` (cgroup-v2.rst), else v1's
     ``memory.usage_in_bytes`` of its memory folder (``memory_folder``), the same charge (anonymous memory, page
     cache, kernel memory). None where neither can be read (a node gone, no memory controller)."""
-    mount = v1_memory_mount(mountinfo)
+    twin = _v1_memory_twin(cgroup, mountinfo)
     candidates = [cgroup / "memory.current"]
-    if mount is not None:
-        candidates.append(mount / cgroup.relative_to(hierarchy(mountinfo)) / "memory.usage_in_bytes")
+    if twin is not None:
+        candidates.append(twin / "memory.usage_in_bytes")
     for path in candidates:
         with contextlib.suppress(OSError, ValueError):
             return int(path.read_text())
@@ -103,9 +113,7 @@ def remove(folder: Path) -> None:
     deadline = time.monotonic() + EMPTY_WAIT_S  # a PID namespace's last processes take a moment to be reaped
     while _populated(folder) and time.monotonic() < deadline:
         time.sleep(0.05)
-    mount = v1_memory_mount()
-    memory = mount / folder.relative_to(hierarchy()) if mount is not None else None
-    for top in (folder, memory):
+    for top in (folder, _v1_memory_twin(folder)):
         if top is None or not top.is_dir():
             continue
         for path, _dirs, _files in sorted(os.walk(top), key=lambda row: -row[0].count("/")):
