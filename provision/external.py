@@ -43,6 +43,7 @@ PACKAGES: dict[str, Package] = {
     "rpmsign": Package("rpm", _SIM),
     "createrepo_c": Package("createrepo-c", _SIM),
     "modifyrepo_c": Package("createrepo-c", _SIM),
+    "nsenter": Package("util-linux", _SIM),  # a service fault runs systemctl inside a node (provision/sim/faults.py)
 }
 
 

@@ -22,7 +22,11 @@ domain (``per_nvlink_domain``: a group job over the hosts sharing ``provision_nv
 before the cluster procedure, so a domain it fails keeps its trays out of the InfiniBand tests.
 
 Rules: each host of the job reports the profile's GPU count (MNDIAG_HOST_MISSING when it is absent from the results,
-GPU_MISSING when fewer GPUs); each GPU's result is Pass (its errors as the detail: IMEX_DAEMON_DOWN when the workload
+GPU_MISSING when fewer GPUs). A table cuts a host's "GPUs: 0, 1, ..." row at its 25-character column (seven GPUs
+or more), so such a host's count is not printed: it is the table's "Total GPUs" less the other hosts' GPUs where it
+is the only cut host, else the hosts with cut lists pass only when "Total GPUs" reaches the GPUs the run expects
+(hosts x the profile's count), and fail GPU_MISSING otherwise (no Total GPUs row: fail, the count unknown).
+Each GPU's result is Pass (its errors as the detail: IMEX_DAEMON_DOWN when the workload
 says IMEX is down, else MNDIAG_GPU_FAILED); a test failed with no GPU named (mpirun's exit) is MNDIAG_MPI_FAILED.
 A run that could not complete (dcgmi's "Unable to complete multi-node diagnostic") is an error.
 """
@@ -57,10 +61,11 @@ def judge(ctx: Context) -> list[Finding]:
         raise ParseError("dcgmi mndiag printed no test result")
     reported = {id(h): h for h in out["hosts"]}
     findings: list[Finding] = []
+    count = ctx.profile.gpu.count
     for host in ctx.hosts:
         entry = _entry(out["hosts"], host)
         reported.pop(id(entry), None)
-        findings += _host(host, entry, ctx.profile.gpu.count)
+        findings += _host(host, entry, count, _cut_count(out, entry, len(ctx.hosts) * count))
     failed_gpus = any(f.metric == "mndiag_gpu_result" and not f.ok for f in findings)
     if not failed_gpus:  # a failed test with no GPU named: mpirun or the workload itself
         notes = [e["message"] or "" for e in out["global_errors"]]
@@ -83,17 +88,35 @@ def _entry(hosts: list[dict], host) -> dict | None:
                  or (h["hostname"] or "").split(".", 1)[0] in names), None)
 
 
-def _host(host, entry: dict | None, count: int) -> list[Finding]:
+def _cut_count(out: dict, entry: dict | None, expected_total: int) -> tuple[int | None, bool, str]:
+    """For a host whose table row cut its GPU list: (its GPU count where the table tells it, whether the run's total
+    reaches ``expected_total``, how it was judged); (None, False, '') for any other host."""
+    if entry is None or not entry.get("gpus_cut"):
+        return None, False, ""
+    total = out["total_gpus"]
+    if total is None:
+        return None, False, "GPU list cut at the table's column and no Total GPUs row: the count is unknown"
+    cut = [h for h in out["hosts"] if h.get("gpus_cut")]
+    judged = f"GPU list cut at the table's column; Total GPUs {total} of the {expected_total} the run expects"
+    if len(cut) == 1:
+        others = sum(len(h["gpus"]) for h in out["hosts"] if h is not entry)
+        return total - others, total >= expected_total, f"{judged}, {total - others} on this host"
+    return None, total >= expected_total, judged
+
+
+def _host(host, entry: dict | None, count: int, cut: tuple[int | None, bool, str]) -> list[Finding]:
     name = host.name
     if entry is None:
         return [Finding(device="GPUs", metric="mndiag_gpus", value=0, ok=False, expected=count,
                         fault="MNDIAG_HOST_MISSING", action=faults.action("MNDIAG_HOST_MISSING"), host=name,
                         detail="not in dcgmi mndiag's results")]
     gpus = entry["gpus"]
-    cut = entry.get("gpus_cut", False)  # a table's GPU list cut at its column: the count is not known
-    out = [Finding(device="GPUs", metric="mndiag_gpus", value=len(gpus), ok=cut or len(gpus) >= count, expected=count,
+    derived, total_ok, how = cut
+    listed: int | str = len(gpus) if not how else derived if derived is not None else "unknown (list cut)"
+    ok = listed >= count if isinstance(listed, int) else total_ok
+    out = [Finding(device="GPUs", metric="mndiag_gpus", value=listed, ok=ok, expected=count,
                    fault="GPU_MISSING", action=faults.action("GPU_MISSING"), host=name,
-                   detail=f"host {entry['host_id']}: {entry['hostname']}")]
+                   detail=f"host {entry['host_id']}: {entry['hostname']}" + (f" ({how})" if how else ""))]
     for gpu in gpus:
         if gpu["status"] == PASS:
             continue

@@ -17,15 +17,26 @@ wrong results, out-of-bounds values and the rank count (nodes x GPUs). The devic
 slow domain is named as such. It runs with the other static checks, before the cluster procedure's InfiniBand
 tests (ib_pairs, nccl_cluster); a domain it failed keeps its hosts out of those tests
 (``provision.engine.cluster``). A profile with no reference row errors (no invented threshold).
+
+A job NCCL could not run over MNNVL exits non-zero with nccl-tests' failure report (``Test NCCL failure ...
+'ERROR / LAST ERROR'``): that is the domain failing, judged from the report (``Step.exit_judged``), not a tool that
+could not run. A report naming IMEX (NCCL's MNNVL check: "Check the IMEX channel configuration" or "Check the IMEX
+configuration", NVIDIA/nccl src/mnnvl.cc; or the FABRIC import refused, CUDA's "operation not permitted") fails
+NVLINK_DOMAIN_IMEX_FAILED, any other NVLINK_DOMAIN_MNNVL_FAILED; the report's text is the finding's value. A
+non-zero exit with neither a report nor result rows is still an error (no rows to judge).
 """
 from __future__ import annotations
 
+from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Scope, Step
 from provision.checks.nccl_allreduce import SWEEP, allreduce
 
 CHECK_ID = "nvlink_domain"
 # What every rank's NCCL is given (module docstring: NCCL's env documentation).
 NCCL_ENV = ("NCCL_MNNVL_ENABLE=1", "NCCL_IB_DISABLE=1", "NCCL_CUMEM_ENABLE=1", "NVIDIA_IMEX_CHANNELS=0")
+# Words of a failure report that put it on IMEX (module docstring): NCCL's MNNVL check names IMEX; CUDA's
+# CUDA_ERROR_NOT_PERMITTED text is what a refused FABRIC import gives.
+IMEX_WORDS = ("IMEX", "operation not permitted")
 
 
 def domain_name(hosts) -> str:
@@ -49,14 +60,25 @@ def steps(profile, group) -> list[Step]:
             *exported, "all_reduce_perf", "-b", str(p["min_bytes"]), "-e", str(p["max_bytes"]),
             "-f", str(p["step_factor"]), "-g", str(profile.gpu.count), "-c", "1", "-n", str(p["iters"]),
             "-w", str(p["warmup_iters"])]
-    return [Step(f"{len(group.hosts)}-nodes", argv, parser="nccl-tests")]
+    return [Step(f"{len(group.hosts)}-nodes", argv, parser="nccl-tests", exit_judged=True)]
 
 
 def judge(ctx: Context) -> list[Finding]:
     (result,), profile, hosts = ctx.parsed.values(), ctx.profile, ctx.hosts
     ref = profile.required_reference(CHECK_ID, "busbw_GBps")
     device = f"{domain_name(hosts)} ({len(hosts)} trays x {profile.gpu.count} GPUs)"
+    if result.get("failures"):
+        return [_failed(device, failure) for failure in result["failures"]]
     return allreduce(result, device, len(hosts) * profile.gpu.count, ref, "NVLINK_DOMAIN_SLOW")
+
+
+def _failed(device: str, failure: dict) -> Finding:
+    """One rank's failure report as a failing finding (the module docstring's rule)."""
+    fault = "NVLINK_DOMAIN_IMEX_FAILED" if any(w in failure["text"] for w in IMEX_WORDS) \
+        else "NVLINK_DOMAIN_MNNVL_FAILED"
+    return Finding(device=device, metric="mnnvl_run", value=failure["text"], ok=False, expected="completed",
+                   fault=fault, action=faults.action(fault), host=failure.get("host") or "",
+                   detail=f"{failure.get('host') or 'a rank'}: Test {failure['kind']} failure")
 
 
 PARAMS = {
@@ -73,4 +95,4 @@ PARAMS = {
 
 CHECK = Check(id=CHECK_ID, order=110, tool="mpirun", steps=steps, judge=judge, sets=("deep",),
               needs=("gpu", "nvlink_domain"), scope=Scope.GROUP, per_nvlink_domain=True, timeout_s=300,
-              metrics={"busbw_GBps": "GB/s"}, params=PARAMS)
+              metrics={"busbw_GBps": "GB/s", "mnnvl_run": ""}, params=PARAMS)

@@ -10,12 +10,14 @@ Header generations handled:
   test starting: X_perf" lines.
 Also: ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``), NCCL INFO/WARN log
 lines interleaved anywhere (WARN lines are kept in ``warnings``), validation off
-(``-c 0``: "N/A" in the wrong column -> ``wrong`` None).
+(``-c 0``: "N/A" in the wrong column -> ``wrong`` None), and nccl-tests' failure reports
+(common.cu's NCCLCHECK/CUDACHECK: ``HOST: Test NCCL failure common.cu:LINE 'ERROR / LAST ERROR'`` and
+``Test CUDA failure``), kept in ``failures`` as {``host``, ``kind`` (NCCL or CUDA), ``text`` (between the quotes)}.
 
 Units: ``size_bytes`` bytes, ``time_us`` microseconds, ``*_GBps`` GB/s.
-``complete`` is false without the "Avg bus bandwidth" line. A log with only NCCL
-lines parses with no rows. Raises ParseError when the text has no nccl-tests
-header, result row, summary or NCCL log line.
+``complete`` is false without the "Avg bus bandwidth" line or a failure report. A log with only NCCL
+lines (or only failure reports) parses with no rows. Raises ParseError when the text has no nccl-tests
+header, result row, summary, NCCL log line or failure report.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from provision.parsers._util import is_digits, lines, non_negative, num, refuse,
 TOOL = "nccl-tests"
 TOOLS = (TOOL,)
 _NCCL_LOG = re.compile(r"\bNCCL (INFO|WARN)\b")
+_FAILURE = re.compile(r"^\s*(?:(\S+): )?Test (NCCL|CUDA) failure \S+ '(.*)'\s*$")
 # Header facts: (key, the literal a line must hold, pattern); the literal skips the search.
 _SETTINGS = [("nthread", "nThread", re.compile(r"\bnThread (\d+)")), ("ngpus", "nGpus", re.compile(r"\bnGpus (\d+)")),
              ("validation", "validation", re.compile(r"\bvalidation: (\d+)")),
@@ -45,17 +48,21 @@ def parse(text: str) -> dict:
     """Parse nccl-tests output into the contract's dict (see module doc)."""
     require_text(text, "nccl-tests")
     # error_codes: a dict used as an ordered set (a list's `in` is quadratic in distinct codes)
-    state: dict[str, Any] = {"rows": [], "warnings": [], "error_codes": {}, "ranks": {}, "header": {}}
+    state: dict[str, Any] = {"rows": [], "warnings": [], "error_codes": {}, "ranks": {}, "header": {}, "failures": []}
     for row in lines(text):
         _line(strip_mpi_tag(row), state)
     header = state["header"]
-    if not (state["rows"] or header or state["warnings"] or state.get("log")):
-        raise refuse("nccl-tests", "no 'size count type' header, result rows or NCCL log lines")
+    if not (state["rows"] or header or state["warnings"] or state.get("log") or state["failures"]):
+        raise refuse("nccl-tests", "no 'size count type' header, result rows, NCCL log lines or failure reports")
     return _result(state)
 
 
 def _line(row: str, state: dict) -> None:
-    """Route one line: NCCL log, data row, or header/summary."""
+    """Route one line: failure report, NCCL log, data row, or header/summary."""
+    failure = _FAILURE.match(row) if " failure " in row else None
+    if failure:
+        state["failures"].append({"host": failure.group(1), "kind": failure.group(2), "text": failure.group(3)})
+        return
     log = _NCCL_LOG.search(row) if "NCCL " in row else None
     if log:
         state["log"] = True
@@ -142,7 +149,7 @@ def _result(state: dict) -> dict:
     collective, source = _collective(header, rows, _nranks(state))
     return {
         "tool": TOOL,
-        "complete": header.get("avg") is not None,
+        "complete": header.get("avg") is not None or bool(state["failures"]),  # a failure report ends a run too
         "nccl_tests_version": header.get("version"),
         "collective": collective,
         "collective_source": source,
@@ -159,6 +166,7 @@ def _result(state: dict) -> dict:
         "out_of_bounds_failed": oob[1] if oob else None,
         "warnings": state["warnings"],
         "error_codes": list(state["error_codes"]),
+        "failures": state["failures"],
     }
 
 

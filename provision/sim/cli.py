@@ -106,6 +106,8 @@ def _faults(args: argparse.Namespace, folder: Path) -> int:
             print(f"{kind.kind:<16} --device {kind.target:<6} {kind.description}")
         for name, (text, _how) in faults.FABRIC_KINDS.items():
             print(f"{name:<16} --device cable  {text}")
+        for name, (text, _unit) in faults.SERVICE_KINDS.items():
+            print(f"{name:<16} --device node   {text}")
         for node, records in faults.active(folder).items():
             for r in records:
                 print(f"active: {node} {r['kind']} on {r['label']}")

@@ -13,6 +13,10 @@ Fabric faults edit the rack's fabric (``fabric.yaml`` in the rack's state folder
 every node, read by the simulated ibnetdiscover, ib_write_bw and all_reduce_perf). Their
 ``--device`` names a cable from the node's side: ``mlx5_R`` (the node's own HCA cable on rail
 R), ``mlx5_R:upJ`` (uplink J, in port order, of the node's leaf switch on rail R).
+
+Service faults stop a daemon inside the node with ``systemctl stop`` (run in the node's namespaces), as an
+operator or a crash leaves it; its own tools and its peers then see it gone (the simulated IMEX daemon's port
+closes). ``heal`` starts it again.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from typing import Callable
 
 import yaml
 
+from provision import external
 from provision.errors import ProvisionError
 from provision.sim.modeldevices import gpu as _gpu, hca as _hca
 from provision.sim import rack
@@ -331,6 +336,14 @@ FABRIC_KINDS = {
     "port_flapping": ("a switch port flapping: flows through it lose 0-80% (--device mlx5_R:upJ)", "flap"),
 }
 
+# Service fault kinds: (description, the systemd unit stopped). nvidia-imex.service is the unit NVIDIA's package
+# registers, stopped with `systemctl stop nvidia-imex` (NVIDIA IMEX guide, "Getting Started with IMEX",
+# https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/gettingstarted.html).
+SERVICE_KINDS = {
+    "imex_stopped": ("the tray's IMEX daemon stopped (systemctl stop nvidia-imex): its peers list it unavailable",
+                     "nvidia-imex"),
+}
+
 
 def _node(inventory_dir: Path, name: str) -> rack.SimNode:
     nodes = {n.name: n for n in rack.load_nodes(inventory_dir)}
@@ -369,9 +382,15 @@ def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | No
     """Break ``node_name`` with fault ``kind_name``; return {kind, device, value, label}."""
     if kind_name in FABRIC_KINDS:
         return _inject_fabric(inventory_dir, node_name, kind_name, device, value)
+    if kind_name in SERVICE_KINDS:
+        unit = SERVICE_KINDS[kind_name][1]
+        systemctl(_node(inventory_dir, node_name), "stop", unit)
+        return _record(inventory_dir, node_name, {"kind": kind_name, "device": unit, "value": None,
+                                                  "label": f"{unit}.service stopped"})
     kind = KINDS.get(kind_name)
     if kind is None:
-        raise ProvisionError(f"unknown fault kind {kind_name!r} (known: {', '.join([*KINDS, *FABRIC_KINDS])})")
+        known = ", ".join([*KINDS, *FABRIC_KINDS, *SERVICE_KINDS])
+        raise ProvisionError(f"unknown fault kind {kind_name!r} (known: {known})")
     node = _node(inventory_dir, node_name)
     model_path = node.root() / MODEL
     model = yaml.safe_load(model_path.read_text())
@@ -380,6 +399,17 @@ def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | No
     model_path.write_text(yaml.safe_dump(model, sort_keys=False))
     rack.write_kernel_views(node.root(), model)
     return _record(inventory_dir, node_name, {"kind": kind.kind, "device": device, "value": value, "label": label})
+
+
+def systemctl(node: rack.SimNode, verb: str, unit: str) -> None:
+    """``systemctl VERB UNIT`` inside ``node`` (its mount, UTS, IPC, PID and cgroup namespaces: its own systemd).
+    Raises ProvisionError naming the node and systemctl's complaint (e.g. a unit the node has not installed)."""
+    argv = ["nsenter", "--target", str(node.pid), "--mount", "--uts", "--ipc", "--pid", "--cgroup", "--",
+            "systemctl", verb, unit]
+    done = external.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        why = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]
+        raise ProvisionError(f"simulated node {node.name}: systemctl {verb} {unit} failed: {why[:200]}")
 
 
 def _record(inventory_dir: Path, node_name: str, record: dict) -> dict:
@@ -523,4 +553,6 @@ def heal(inventory_dir: Path, node_name: str) -> int:
     _active_path(inventory_dir).write_text(json.dumps(faults, indent=1))
     if any(r["kind"] in FABRIC_KINDS for r in records):
         _heal_fabric(inventory_dir, faults)
+    for unit in dict.fromkeys(r["device"] for r in records if r["kind"] in SERVICE_KINDS):
+        systemctl(node, "start", unit)
     return len(records)

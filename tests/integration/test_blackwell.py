@@ -9,7 +9,6 @@ cite their measurement; gpu_stress is derived from NVIDIA's FP32 peak, as its ro
 node checks a fault can touch.
 """
 import json
-import subprocess
 import uuid
 
 import pytest
@@ -151,26 +150,33 @@ def test_gb200_faults_fail_the_right_node_gpu_and_check(gb200):
         faults.heal(inv, n.name)
 
 
-def test_gb200_imex_daemon_stopped_fails_that_tray_only(gb200):
-    """The daemon really stopped on one tray (its service, as an operator or a crash would): that tray's own
-    view shows it not READY; the other tray cannot see it (peers' daemons are modelled, not probed)."""
+def test_gb200_imex_daemon_stopped_fails_that_tray_and_its_peer(gb200):
+    """The daemon really stopped on one tray (`provision sim fault node02 imex_stopped`: systemctl stop nvidia-imex in
+    the node, as an operator or a crash leaves it): that tray's own view shows it not READY (IMEX_DAEMON_DOWN), and
+    its peer's nvidia-imex-ctl, which connects to each peer's daemon, lists it unavailable (IMEX_PEER_DISCONNECTED
+    naming node02); `sim heal` starts it again and both pass."""
     inv, installed = gb200
     assert installed.returncode == 0, installed.stdout[-3000:]
-    ansible = paths.tool("ansible")
-
-    def service(state):
-        proc = subprocess.run([ansible, "-i", str(inv / "hosts.yml"), "node02", "-m", "ansible.builtin.service",
-                               "-a", f"name=nvidia-imex state={state}"], capture_output=True, text=True, timeout=300,
-                              check=False)
-        assert proc.returncode == 0, proc.stdout[-2000:]
-    service("stopped")
+    for n in rack.load_nodes(inv):
+        faults.heal(inv, n.name)
+    fault = provision("sim", "fault", "node02", "imex_stopped", "--inventory", str(inv))
+    assert fault.returncode == 0, fault.stderr
     try:
+        assert not node_file(inv, "node02", "/run/nvidia-imex/nvidia-imex.pid").exists()
         proc, rep = burnin(inv, "gb200-imex-down", "imex")
         assert proc.returncode == 1, proc.stdout[-2000:]
         failed = _failed(rep)
-        assert {host for _, host, *_ in failed} == {"node02"}, failed
-        assert any(f[3] == "IMEX_DAEMON_DOWN" and f[4] for f in failed), failed
+        assert {host for _, host, *_ in failed} == {"node01", "node02"}, failed
+        own = [f for f in failed if f[1] == "node02" and f[3] == "IMEX_DAEMON_DOWN"]
+        assert own and own[0][2] == "IMEX daemon node02" and own[0][4], failed
+        peer = [f for f in failed if f[1] == "node01" and f[3] == "IMEX_PEER_DISCONNECTED"]
+        assert peer and all(f[4] for f in peer) and any("node02" in f[2] for f in peer), failed
+        assert not [f for f in failed if f[1] == "node01" and f[3] == "IMEX_DAEMON_DOWN"], failed
     finally:
-        service("started")
+        healed = provision("sim", "heal", "node02", "--inventory", str(inv))
+        assert healed.returncode == 0, healed.stderr
+    assert node_file(inv, "node02", "/run/nvidia-imex/nvidia-imex.pid").is_file()
     proc, rep = burnin(inv, "gb200-imex-up", "imex")
     assert proc.returncode == 0, proc.stdout[-2000:]
+    assert sorted(h for r in rep["results"] if r["check"] == "imex" and r["outcome"] == "pass" for h in r["hosts"]) \
+        == ["node01", "node02"]

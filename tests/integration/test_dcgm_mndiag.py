@@ -1,7 +1,9 @@
 """DCGM's multi-node diagnostic as the dcgm_mndiag check launches it, on two simulated GB200 NVL72 trays of one
 domain: the simulated dcgmi on the first tray runs a real Open MPI mpirun over SSH to both, each tray's mnubergemm
-rank answering from its own hardware model; a fabric fault on one tray's GPU fails that tray and GPU. Only the
-tools are stood in for (the DCGM 4 package's dcgmi and its version fact, the driver's), not the install."""
+rank answering from its own hardware model; a fabric fault on one tray's GPU fails that tray and GPU; with IMEX in the
+trays (as test_nvlink_domain sets it up), one tray's daemon stopped fails that tray's GPUs IMEX_DAEMON_DOWN and its
+peer's GPUs with NCCL's error (the import from the stopped tray). Only the tools are stood in for (the DCGM 4
+package's dcgmi and its version fact, the driver's, IMEX's daemon and channel), not the install."""
 import json
 import shlex
 
@@ -15,6 +17,8 @@ from provision.inventory import NVLINK_DOMAIN_VAR, Host
 from provision.sim import rack
 from tests.integration.conftest import own_rack, provision
 from tests.integration.test_mpi_rack import TOOLS, _run_on
+from tests.integration.test_nvlink_domain import IMEX_STOP
+from tests.integration.test_nvlink_domain import _install_tool as _install_imex
 
 pytestmark = pytest.mark.integration
 
@@ -59,3 +63,20 @@ def test_two_trays_pass_and_a_tray_with_an_untrained_fabric_fails_its_gpu(tmp_pa
         [failed] = [f for f in _run(folder, nodes) if not f.ok]
         assert (failed.fault, failed.host, failed.device) == ("MNDIAG_GPU_FAILED", nodes[1].name, "GPU2")
         assert "NCCL Error" in failed.detail
+
+
+def test_a_tray_whose_imex_daemon_stopped_fails_it_and_its_peer(tmp_path):
+    with own_rack(tmp_path / "rack", nodes=2, profile=PROFILE) as folder:
+        nodes = rack.load_nodes(folder)
+        _install_tool(nodes)
+        _install_imex(folder, nodes)
+        findings = _run(folder, nodes)
+        assert all(f.ok for f in findings), [f.describe() for f in findings if not f.ok]
+        status, text = _run_on(folder, nodes[1].name, IMEX_STOP)
+        assert status == 0, text
+        failed = [f for f in _run(folder, nodes) if not f.ok]
+        assert {(f.host, f.fault) for f in failed} == {(nodes[1].name, "IMEX_DAEMON_DOWN"),
+                                                       (nodes[0].name, "MNDIAG_GPU_FAILED")}, failed
+        assert len(failed) == 8 and all("IMEX Error : status is DOWN" in f.detail for f in failed
+                                        if f.host == nodes[1].name)
+        assert all("NCCL Error : unhandled cuda error" in f.detail for f in failed if f.host == nodes[0].name)

@@ -23,6 +23,9 @@ tray where its fabric health is not Healthy or its bandwidth not Full). MNNVL fo
 with an NCCL error (testNcclError, 3) where it cannot span the job: a GPU whose fabric registration did not
 complete, none assigned (an all-zero clusterUuid), or ranks in different cliques or clusters (the
 simulator does not model NCCL's socket fallback between cliques: the job fails, naming the cliques).
+MNNVL also needs IMEX on every node of the job (``imexdomain``: the node's nvidia-imex daemon running, IMEX channel
+0 present, and the daemon of every other node of the job answering on its TCP port); where one is missing the
+ranks of that node fail with what NCCL reports (``IMEX_FAILURES``).
 Without it (NCCL's default, 2: auto) the simulator keeps the ring over the HCAs.
 """
 from __future__ import annotations
@@ -38,6 +41,7 @@ for _path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__
         sys.path.insert(0, _path)
 
 import fabricsim  # noqa: E402
+import imexdomain  # noqa: E402
 import simhw  # noqa: E402
 
 # Bytes per element of nccl-tests' datatypes (-d).
@@ -218,10 +222,42 @@ def cliques(gpus: list[dict]) -> list[str]:
     return sorted({f"{g['fabric']['cluster_uuid']}/{g['fabric']['clique_id']}" for g in gpus if g.get("fabric")})
 
 
-def nccl_fail_text(host: str, detail: str) -> str:
+SYSTEM_ERROR = "unhandled system error (run with NCCL_DEBUG=INFO for details)"  # ncclGetErrorString(ncclSystemError)
+CUDA_ERROR = "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"  # (ncclUnhandledCudaError), src/init.cc
+# What NCCL reports where IMEX cannot carry MNNVL (imexdomain's problem kinds -> (error string, last error)):
+# - channel 0 missing: ncclMnnvlCheck cannot allocate FABRIC memory (ncclCuMemAlloc with CU_MEM_HANDLE_TYPE_FABRIC)
+#   and returns ncclSystemError after its WARN, NVIDIA/nccl src/mnnvl.cc;
+# - this node's daemon down: the allocation works but exporting/importing its fabric handle fails, the same
+#   function's other WARN (src/mnnvl.cc);
+# - a peer's daemon not answering: NCCL's own check passes (it only trials its own handle), and importing the peer's
+#   handle fails in CUCHECK (src/include/cudawrap.h: "Cuda failure %d '%s'", ncclUnhandledCudaError). The CUDA error
+#   is CUDA_ERROR_NOT_PERMITTED (800, cuGetErrorString "operation not permitted"), which the driver API documents for
+#   a FABRIC import the importer is not granted (cuMemImportFromShareableHandle, CUDA driver API "Virtual Memory
+#   Management"); which error a down peer daemon gives is this simulator's choice.
+IMEX_FAILURES = {
+    imexdomain.CHANNEL_MISSING: (SYSTEM_ERROR, "MNNVL (cliqueSize {n}) is available but not working on this system. "
+                                 "Check the IMEX channel configuration (/dev/nvidia-caps-imex-channels). "
+                                 "Set NCCL_MNNVL_ENABLE=0 to ignore this issue."),
+    imexdomain.DAEMON_DOWN: (SYSTEM_ERROR, "MNNVL (cliqueSize {n}) is available but not working on this system. "
+                             "Check the IMEX configuration (nvidia-imex-ctl -N). "
+                             "Set NCCL_MNNVL_ENABLE=0 to ignore this issue."),
+    imexdomain.PEER_UNREACHABLE: (CUDA_ERROR, "Cuda failure 800 'operation not permitted'"),
+}
+
+
+def nccl_fail_text(host: str, detail: str, error: str = SYSTEM_ERROR) -> str:
     """nccl-tests' NCCL failure report (NCCLCHECK: ncclGetErrorString, then NCCL's last error)."""
-    return (f"{host}: Test NCCL failure common.cu:1005 "
-            f"'unhandled system error (run with NCCL_DEBUG=INFO for details) / {detail}'")
+    return f"{host}: Test NCCL failure common.cu:1005 '{error} / {detail}'"
+
+
+def imex_error(host: str, model: dict, peers: list[str], ranks: int) -> tuple[int, str] | None:
+    """(exit status, report) of a rank whose node's IMEX cannot carry MNNVL to ``peers`` (the job's other
+    hostnames), None when it can; ``ranks`` the job's GPUs (NCCL's cliqueSize)."""
+    found = imexdomain.mnnvl_problem(model, peers)
+    if found is None:
+        return None
+    error, detail = IMEX_FAILURES[found[0]]
+    return NCCL_ERROR, nccl_fail_text(host, detail.format(n=ranks), error)
 
 
 def job_peak_busbw(models: list[dict], gpus: list[list[dict]], world: dict | None, rng=None) -> float:
@@ -267,6 +303,14 @@ def mpi_main(args) -> int:
     return run_rank(args, MPI.COMM_WORLD)
 
 
+def shared_failure(comm, error: tuple[int, str] | None) -> int:
+    """Every rank learns every rank's error; a failing rank prints its own. The first error's status, else 0."""
+    errors = [e for e in comm.allgather(error) if e]
+    if error:
+        print(error[1], flush=True)
+    return errors[0][0] if errors else 0
+
+
 def run_rank(args, comm) -> int:
     """One rank of a multi-node run on ``comm`` (mpi4py's interface); rank 0 prints the job's result."""
     model = simhw.load()
@@ -277,15 +321,17 @@ def run_rank(args, comm) -> int:
     mnnvl = mnnvl_enabled()
     if error is None and mnnvl and mnnvl_problem(gpus):
         error = (NCCL_ERROR, nccl_fail_text(host, mnnvl_problem(gpus)))
+    if mnnvl:  # every rank learns the job's hosts: NCCL's MNNVL check at init needs this node's IMEX (cliqueSize)
+        job = comm.allgather(host)
+        if error is None:
+            error = imex_error(host, model, [], len(job) * len(gpus))
     per_process = args.ngpus * args.nthreads
     report = {"model": model, "gpus": gpus, "error": error,
               "devices": device_lines(gpus, host, comm.Get_rank() * per_process, local * per_process)}
     wait_for_all(comm)
-    errors = [e for e in comm.allgather(error) if e]
-    if error:
-        print(error[1], flush=True)
-    if errors:
-        return errors[0][0]
+    status = shared_failure(comm, error)
+    if status:
+        return status
     if mnnvl:  # every rank learns the job's cliques: ranks in two cannot form one MNNVL communicator
         seen = sorted({c for found in comm.allgather(cliques(gpus)) for c in found})
         if len(seen) > 1:
@@ -293,6 +339,10 @@ def run_rank(args, comm) -> int:
                 print(nccl_fail_text(host, f"MNNVL ranks span {len(seen)} NVLink cliques: {', '.join(seen)}"),
                       flush=True)
             return NCCL_ERROR
+        # then the connections: each rank imports its peers' fabric handles through their IMEX daemons
+        status = shared_failure(comm, imex_error(host, model, sorted(set(job) - {host}), len(job) * len(gpus)))
+        if status:
+            return status
     reports = comm.gather(report, root=0)
     if comm.Get_rank() == 0:
         sys.stdout.write("\n".join(job_lines(args, reports, fabricsim.load(), mnnvl)) + "\n\n")

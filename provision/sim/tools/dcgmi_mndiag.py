@@ -165,7 +165,7 @@ def run(hosts: list[str], json_output: bool, dcgm_version: str, device_ids: list
         return render_failure("Error: Unable to complete multi-node diagnostic on host localhost. "
                               "Return: (Feature not supported) -6\n", json_output), 250  # main returns -6
     argv = ["mpirun", "--allow-run-as-root", "-np", str(len(hosts)), "--host", ",".join(f"{h}:1" for h in hosts),
-            "python3", RUNNER]
+            "python3", RUNNER, "--hosts", ",".join(hosts)]  # each rank learns the run's hosts (mnubergemm)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
         lines, rc = proc.stdout.splitlines(), proc.returncode

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
-"""Simulated ``nvidia-imex-ctl -N [-j] [-H]``: the IMEX domain's status from the node's hardware model.
+"""Simulated ``nvidia-imex-ctl -N [-j] [-H]``: the IMEX domain's status from its daemons.
 
 The domain is the one the real tool reads: the addresses of /etc/nvidia-imex/nodes_config.cfg (the IMEX role
 writes it from the inventory; env ``PROVISION_SIM_IMEX_NODES`` overrides the path), named from /etc/hosts for
-``-H``; this node is the address whose name is the model's ``hostname``. Its own entry is READY only while its
-nvidia-imex daemon runs (the pid file the simulated service writes, ``PROVISION_SIM_IMEX_PID``); the peers'
-daemons cannot be seen from inside a node, so they are READY unless the model's ``imex_faults`` says otherwise:
-``down`` (node indexes whose daemon does not answer) and ``disconnected`` (pairs [from, to, legend code], e.g.
-[2, 9, "D"]). A model's ``imex`` block ({``nodes``: [{host, hostname, status}], ``version``, ``self``,
+``-H``; this node is the address whose name is the model's ``hostname`` (``imexdomain``). Its own entry is READY
+only while its nvidia-imex daemon runs (the pid file the simulated service writes, ``PROVISION_SIM_IMEX_PID``);
+a peer is READY when its daemon accepts a TCP connection at the peer's address and IMEX's SERVER_PORT (config.cfg,
+default 50000: NVIDIA IMEX guide, "IMEX Service Config Options",
+https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/config.html), which the simulated daemon listens on
+(tools/daemon.py); a refused or unreachable peer is UNAVAILABLE, and the matrix shows "I" ("Node wasn't
+reachable, no connection status available") toward it. The model's ``imex_faults.disconnected`` (pairs [from, to,
+legend code], e.g. [2, 9, "D"]) marks a connection lost between two READY daemons, which no daemon here can
+produce. A model's ``imex`` block ({``nodes``: [{host, hostname, status}], ``version``, ``self``,
 ``disconnected``}) replaces all of that (the captures of tests/data/imex are printed from such blocks).
 
 Formats (see provision/parsers/imex_ctl.py for their sources): the text form with the Connectivity Table
@@ -31,8 +35,6 @@ LEGEND = ("Connectivity Table Legend:\n"
           "!V! - Version mismatch, communication disabled.\n"
           "!M! - Node map mismatch, communication disabled.\n"
           "C - Connected - Ready for operation\n")
-IMEX_PID = "/run/nvidia-imex/nvidia-imex.pid"  # the simulated daemon's pid file (tools/daemon.py)
-NODES_CONFIG = "/etc/nvidia-imex/nodes_config.cfg"  # IMEX guide: one address per line
 TIMESTAMP = "12/2/2026 20:00:00.000"  # fixed: captures are remade byte for byte
 # The JSON word of a connection: CONNECTED is the word NVIDIA/DCGM's sample shows; the others are this
 # simulator's spelling of the legend (no published JSON shows them); the check reads anything else as not connected.
@@ -86,43 +88,21 @@ def render_json(imex: dict, hostnames: bool = False) -> str:
     return json.dumps({"nodes": nodes, "timestamp": TIMESTAMP, "status": domain_state(imex)}, indent=1) + "\n"
 
 
-def _daemon_running() -> bool:
-    try:
-        with open(os.environ.get("PROVISION_SIM_IMEX_PID", IMEX_PID), encoding="utf-8") as fh:
-            os.kill(int(fh.read().strip()), 0)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def _hosts_names(path: str = "/etc/hosts") -> dict[str, str]:
-    """address -> its first name in /etc/hosts."""
-    names: dict[str, str] = {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                fields = line.split("#", 1)[0].split()
-                if len(fields) >= 2:
-                    names.setdefault(fields[0], fields[1])
-    except OSError:
-        pass
-    return names
-
-
 def domain_from_config(model: dict, version: str) -> dict | None:
-    """The ``imex`` block of this node from nodes_config.cfg, /etc/hosts and the model's ``imex_faults``."""
-    try:
-        with open(os.environ.get("PROVISION_SIM_IMEX_NODES", NODES_CONFIG), encoding="utf-8") as fh:
-            hosts = [ln.split("#", 1)[0].strip() for ln in fh if ln.split("#", 1)[0].strip()]
-    except OSError:
+    """The ``imex`` block of this node from nodes_config.cfg, /etc/hosts and the peers' daemons."""
+    import imexdomain
+
+    hosts = imexdomain.addresses()
+    if hosts is None:
         return None
-    names = _hosts_names(os.environ.get("PROVISION_SIM_HOSTS", "/etc/hosts"))
+    names = imexdomain.host_names()
+    own = imexdomain.own_address(model, hosts)
+    port = imexdomain.server_port()
+    nodes = [{"host": h, "hostname": names.get(h, ""),
+              "status": "READY" if h == own or imexdomain.answers(h, port) else "UNAVAILABLE"} for h in hosts]
     faults = model.get("imex_faults") or {}
-    down = set(faults.get("down") or ())
-    nodes = [{"host": h, "hostname": names.get(h, ""), "status": "UNAVAILABLE" if i in down else "READY"}
-             for i, h in enumerate(hosts)]
-    own = next((i for i, n in enumerate(nodes) if n["hostname"] and n["hostname"] == model.get("hostname")), None)
-    return {"nodes": nodes, "version": version, "self": own, "disconnected": faults.get("disconnected") or []}
+    return {"nodes": nodes, "version": version, "self": hosts.index(own) if own in hosts else None,
+            "disconnected": faults.get("disconnected") or []}
 
 
 def main(argv: list[str]) -> int:
@@ -131,6 +111,7 @@ def main(argv: list[str]) -> int:
     for path in ("/usr/lib/provision-sim", os.path.dirname(os.path.abspath(__file__))):
         if path not in sys.path:
             sys.path.insert(0, path)
+    import imexdomain
     import simhw
 
     model = simhw.load() or {}
@@ -144,7 +125,7 @@ def main(argv: list[str]) -> int:
         print("Failed to read node configuration file /etc/nvidia-imex/nodes_config.cfg")
         return 1
     own = imex.get("self")
-    if own is not None and not _daemon_running():
+    if own is not None and not imexdomain.daemon_running():
         imex = {**imex, "nodes": [{**n, "status": "UNAVAILABLE"} if i == own else n
                                   for i, n in enumerate(imex["nodes"])]}
     render = render_json if "-j" in argv else render_text

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -29,12 +31,13 @@ def tray(index: int) -> dict:
 def lines_of(models: list[dict], imex_down: tuple[str, ...] = ()) -> list[str]:
     out: list[str] = []
     for rank, model in enumerate(models):
-        out += mnubergemm.rank_lines(model, model["hostname"], rank, model["hostname"] not in imex_down, DRIVER)
+        imex = "daemon_down" if model["hostname"] in imex_down else None
+        out += mnubergemm.rank_lines(model, model["hostname"], rank, imex, DRIVER)
     return out
 
 
 def test_a_healthy_tray_names_its_four_gpus_and_no_error():
-    lines = mnubergemm.rank_lines(tray(6), "node07", 0, True, DRIVER)
+    lines = mnubergemm.rank_lines(tray(6), "node07", 0, None, DRIVER)
     assert [ln.split(" L: ")[1].split()[0] for ln in lines if ln.startswith("MNUB [I]")] == ["0", "1", "2", "3"]
     assert not [ln for ln in lines if ln.startswith("MNUB [E]")]
     assert lines[-1] == f"PROVISION-SIM-NODE node07 driver={DRIVER}"
@@ -46,7 +49,7 @@ def test_a_healthy_tray_names_its_four_gpus_and_no_error():
 def test_a_fault_of_one_gpu_fails_that_gpu_only(kind, value, text):
     model = tray(8)
     faults.KINDS[kind].apply(model, "2", value)
-    errors = [ln for ln in mnubergemm.rank_lines(model, "node09", 2, True, DRIVER) if ln.startswith("MNUB [E]")]
+    errors = [ln for ln in mnubergemm.rank_lines(model, "node09", 2, None, DRIVER) if ln.startswith("MNUB [E]")]
     assert errors == [f"MNUB [E] G: 10 node09 L: 2  T:N {text}"]
 
 
@@ -112,3 +115,52 @@ def test_the_refusals_of_dcgmi(sim, monkeypatch, tmp_path):
     facts.write_text(json.dumps({"version": "3.3.6"}))
     status, out, err = sim.run(dcgmi, ["mndiag", "--hostList", "node01;node02"])
     assert status == 255 and "unknown command 'mndiag'" in err and out == ""
+
+
+@pytest.fixture
+def imex(sim, tmp_path, monkeypatch):
+    """node07 in an IMEX domain with node08 (127.0.9.251, .252: unused elsewhere): its daemon running, channel 0
+    present, node08's daemon a listener stand-in (``sim.peer``) at config.cfg's port."""
+    addresses = ["127.0.9.251", "127.0.9.252"]
+    sim.write(tray(6))
+    with socket.socket() as probe:
+        probe.bind((addresses[0], 0))
+        port = probe.getsockname()[1]
+    (tmp_path / "config.cfg").write_text(f"SERVER_PORT={port}\n")
+    (tmp_path / "nodes_config.cfg").write_text("".join(f"{a}\n" for a in addresses))
+    (tmp_path / "hosts").write_text(f"{addresses[0]} node07\n{addresses[1]} node08\n")
+    (tmp_path / "imex.pid").write_text(str(os.getpid()))
+    (tmp_path / "channels").mkdir()
+    (tmp_path / "channels/channel0").write_text("")
+    for key, name in (("CONFIG", "config.cfg"), ("NODES", "nodes_config.cfg"), ("PID", "imex.pid"),
+                      ("CHANNELS", "channels")):
+        monkeypatch.setenv(f"PROVISION_SIM_IMEX_{key}", str(tmp_path / name))
+    monkeypatch.setenv("PROVISION_SIM_HOSTS", str(tmp_path / "hosts"))
+    sim.peer = socket.create_server((addresses[1], port))
+    yield sim
+    sim.peer.close()
+
+
+def _errors(sim) -> set[str]:
+    status, out, _ = sim.run(mnubergemm, ["--hosts", "127.0.9.251,127.0.9.252"])
+    assert status == 0
+    return {ln.split("T:N ", 1)[1] for ln in out.splitlines() if ln.startswith("MNUB [E]")}
+
+
+def test_a_rank_with_imex_up_everywhere_reports_no_error(imex):
+    assert _errors(imex) == set()
+
+
+def test_a_rank_whose_own_daemon_stopped_reports_imex_down(imex, tmp_path):
+    (tmp_path / "imex.pid").unlink()
+    assert _errors(imex) == {mnubergemm.IMEX_DOWN}
+
+
+def test_a_rank_whose_peer_daemon_stopped_reports_nccl_cuda_error(imex):
+    imex.peer.close()
+    assert _errors(imex) == {mnubergemm.FABRIC}
+
+
+def test_a_rank_without_channel0_reports_nccl_system_error(imex, tmp_path):
+    (tmp_path / "channels/channel0").unlink()
+    assert _errors(imex) == {mnubergemm.NO_CHANNEL}
