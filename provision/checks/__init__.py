@@ -9,6 +9,7 @@ the stress tests run.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -57,6 +58,12 @@ def _found() -> list[tuple[Check, str]]:
         unknown = [c for c in check.references_from if c not in found]
         if unknown:
             raise ProvisionError(f"check {check.id} judges by the references of {', '.join(unknown)}: no such check")
+    for check_id, (check, doc) in list(found.items()):
+        if check.gathers:  # a gathered output is read as its own check reads it: the source's parsers, its own first
+            if check.gathers not in found:
+                raise ProvisionError(f"check {check_id} gathers the outputs of {check.gathers}: no such check")
+            source = found[check.gathers][0]
+            found[check_id] = (dataclasses.replace(check, parsers={**source.parsers, **check.parsers}), doc)
     return sorted(found.values(), key=lambda pair: (pair[0].scope is not Scope.NODE, pair[0].order, pair[0].id))
 
 

@@ -261,11 +261,7 @@ class Check:
     def parse_output(self, parser: str, text: str) -> dict:
         """``text`` read by the parser named ``parser`` (the check's own, else ``provision parse``'s);
         ParseError when it is not that tool's output or no parser has that name."""
-        own = self.parsers.get(parser)
-        if own is None and self.gathers:  # a gathered output is read as its own check reads it
-            from provision.checks import registry
-
-            return registry()[self.gathers].parse_output(parser, text)
+        own = self.parsers.get(parser)  # a gathers check holds its source's parsers too (provision.checks.registry)
         if own is None:
             return parse_tool(parser, text)
         check_size(text)  # the bounds parse_tool holds every output to

@@ -26,7 +26,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from provision import checks, profiles
 from provision.errors import ProfileError
-from provision.inventory import NVLINK_DOMAIN_VAR, Host, Problem, sshargs
+from provision.inventory import sshargs
+from provision.inventory.model import NVLINK_DOMAIN_VAR, Host, Problem
 from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
 
 ADDRESS = ("ansible_host", "ansible_ssh_host")
