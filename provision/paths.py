@@ -7,9 +7,9 @@ Two layouts, told apart by what is on disk:
   content root is the checkout (``CHECKOUT`` true), runs go to ``<checkout>/runs`` and ``-i NAME`` finds
   ``<checkout>/inventory/NAME``;
 - an installed package (``pip install .``, ``pipx install provision-*.whl``): the wheel carries the content under
-  ``provision/_content`` (setup.py's build step copies ``ansible.cfg``, ``playbooks/`` and ``roles/`` there), runs go
-  to ``./runs`` and ``-i NAME`` finds ``./inventory/NAME``, both in the current folder, as a site's own inventory
-  repository holds them.
+  ``provision/_content`` (setup.py's build step copies ``ansible.cfg``, ``playbooks/``, ``plugins/`` and ``roles/``
+  there), runs go to ``./runs`` and ``-i NAME`` finds ``./inventory/NAME``, both in the current folder, as a site's
+  own inventory repository holds them.
 
 ``PROVISION_RUNS_DIR`` moves the runs in both (the tests point it elsewhere).
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT_ROOT = PACKAGE.parent
 CHECKOUT = (_CHECKOUT_ROOT / "playbooks").is_dir() and (_CHECKOUT_ROOT / "roles").is_dir()
-# The content root: ansible.cfg, playbooks/ and roles/ (and, in a checkout, everything else of the project).
+# The content root: ansible.cfg, playbooks/, plugins/ and roles/ (and, in a checkout, everything else of the project).
 ROOT = _CHECKOUT_ROOT if CHECKOUT else PACKAGE / "_content"
 _WORK = _CHECKOUT_ROOT if CHECKOUT else Path.cwd()
 RUNS = Path(os.environ.get("PROVISION_RUNS_DIR", _WORK / "runs"))

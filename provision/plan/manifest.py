@@ -20,7 +20,7 @@ from provision.plan.stack import Env, Package, Stack
 VARIABLES = ("nvidia_driver_version", "cuda_toolkit_version", "cudnn_version", "nccl_version", "nccl_cuda_version",
              "framework_venv_python", "framework_venv_envs")
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn", "nccl", "framework_venv")
-# The facts the playbook's provision_stack_target expression reads, per target (playbooks/group_vars/all.yml).
+# The facts the playbook's stack_target filter reads, per target (install_facts.target; playbooks/group_vars/all.yml).
 TARGETS = {
     "ubuntu2204": {"os_family": "Debian", "distribution": "Ubuntu", "distribution_version": "22.04",
                    "distribution_major_version": "22"},

@@ -5,18 +5,19 @@ folder of the node (``ubuntu2404``...), applied: keys driver_branch, driver_vers
 cuda_version, cudnn_version, nccl_version, nccl_cuda_version. The default line is the file's top level
 (``pins``, ``targets``); other lines (``lines: {blackwell: {pins, targets, reason, source}}``) are named by
 a hardware profile's ``stack_line``, so a B200 node gets driver 580 and CUDA 13 while an H100 node keeps
-its line. The roles read the same file (playbooks/group_vars/all.yml), so what is installed and what is
-checked are one thing.
+its line. The roles read the same file and take their pins from the same code (``install_facts``, the playbooks'
+``stack_pins`` filter: playbooks/group_vars/all.yml), so what is installed and what is checked are one thing.
 """
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
 from provision.errors import ProfileError
-from provision.profiles import schema
+from provision.profiles import install_facts, schema
 
 RELEASE = Path(__file__).with_name("stack_release.yaml")
 
@@ -37,14 +38,12 @@ def lines() -> tuple[str, ...]:
     return tuple(release().get("lines") or {})
 
 
-def _line(line: str | None) -> dict:
+def _line(line: str | None) -> Mapping:
     """The default line (the file's top level) or line ``line``. Raises ProfileError for an unknown name."""
-    if line is None:
-        return release()
     try:
-        return release()["lines"][line]
-    except KeyError:
-        raise ProfileError(f"{RELEASE}: no release line {line!r} (lines: {', '.join(lines()) or 'none'})") from None
+        return install_facts.release_line(release(), line)
+    except ValueError as exc:
+        raise ProfileError(f"{RELEASE}: {exc}") from None
 
 
 def targets(line: str | None = None) -> dict:
@@ -53,6 +52,9 @@ def targets(line: str | None = None) -> dict:
 
 
 def pins(target: str | None = None, line: str | None = None) -> dict[str, str]:
-    """Release line ``line``'s pins (None: the default line), with ``target``'s overrides when it has any.
-    Raises ProfileError for an unknown line."""
-    return {**_line(line)["pins"], **(targets(line).get(target) or {}).get("pins", {})}
+    """Release line ``line``'s pins (None: the default line), with ``target``'s overrides when it has any
+    (``install_facts.pins``). Raises ProfileError for an unknown line."""
+    try:
+        return install_facts.pins(release(), line, target)
+    except ValueError as exc:
+        raise ProfileError(f"{RELEASE}: {exc}") from None

@@ -53,6 +53,9 @@ def test_the_built_collection_holds_the_roles_and_passes_ansible_test_sanity(col
     assert roles == sorted(p.name for p in (paths.ROOT / "roles").iterdir() if p.is_dir())
     assert yaml.safe_load((root / "meta/runtime.yml").read_text())["requires_ansible"] == ">=2.16.0"
     assert not (root / "provision").exists() and not (root / "tests").exists()  # only the collection's content
+    plugin = "plugins/filter/install_facts.py"  # the install facts' filters, the file provision.profiles imports
+    assert (root / plugin).read_text() == (paths.ROOT / plugin).read_text()
+    assert not (root / ".ansible").exists() and not (root / ".hypothesis").exists()  # a checkout's caches stay out
     home = tmp_path / "home"
     (home / ".ansible/test/cache").mkdir(parents=True)
     (home / ".ansible/test/cache/get_pip_24_2.py").write_text(BOOTSTRAP)
@@ -64,11 +67,17 @@ def test_the_built_collection_holds_the_roles_and_passes_ansible_test_sanity(col
 
 
 def _site_playbook(folder: Path) -> Path:
-    """A site's own playbook: the roles by FQCN, the pins from the project's stack release (a site writes its own)."""
+    """A site's own playbook: the roles by FQCN, the pins from the project's stack release (a site writes its own),
+    and the collection's filters by FQCN giving the same pins and an NVSwitch board's Fabric Manager."""
     pins = release.pins(None, None)
+    filters = ["(site_release | provision.gpu.stack_pins({}, ansible_facts | provision.gpu.stack_target))"
+               ".driver_version == nvidia_driver_version",
+               "({'gpu': {'count': 8, 'nvswitch': true}} | provision.gpu.stack_switches).fabricmanager"]
     play = [{"name": "A site's GPU nodes", "hosts": "gpu_nodes", "become": True,
              "vars": {"nccl_version": pins["nccl_version"], "nccl_cuda_version": pins["nccl_cuda_version"],
-                      "nvidia_driver_branch": pins["driver_branch"], "nvidia_driver_version": pins["driver_version"]},
+                      "nvidia_driver_branch": pins["driver_branch"], "nvidia_driver_version": pins["driver_version"],
+                      "site_release": release.release()},
+             "pre_tasks": [{"name": "Check the collection's filters", "ansible.builtin.assert": {"that": filters}}],
              "roles": [{"role": "provision.gpu.nvidia_repo"}, {"role": "provision.gpu.nvidia_driver"},
                        {"role": "provision.gpu.nccl"}]}]
     path = folder / "site.yml"

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jinja2
 import yaml
 
 from provision import paths, profiles
+from provision.profiles import install_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "nvidia_imex"
@@ -119,26 +119,23 @@ def test_playbook_runs_it_after_the_driver_and_before_the_holds_which_take_its_p
     names = [r["role"] for r in roles]
     assert names.index("nvidia_driver") < names.index("nvidia_imex") < names.index("stack_hold")
     assert roles[names.index("nvidia_imex")]["tags"] == ["imex"]
-    assert "nvidia_imex_holds" in (ROOT / "roles/stack_hold/vars/main.yml").read_text()
+    assert "nvidia_imex_holds:" in (ROLE / "tasks/imex.yml").read_text()  # stack_hold holds every <role>_holds
     group_vars = yaml.safe_load((ROOT / "playbooks/group_vars/all.yml").read_text())
-    assert "nvlink_domain" in group_vars["nvidia_imex_enabled"] and "imex" in group_vars["nvidia_imex_enabled"]
+    assert group_vars["nvidia_imex_enabled"] == "{{ provision_stack_switches.imex }}"
     assert group_vars["nvidia_imex_version"] == "{{ provision_stack.driver_version }}"
 
 
 def test_imex_only_on_imex_trays_and_nvlsm_only_on_nvlink5_nvswitch_boards():
-    """The roles' switches (playbooks/group_vars/all.yml, rendered as Ansible's Jinja does) follow the profile:
+    """The roles' switches (install_facts.switches, which playbooks/group_vars/all.yml hands them) follow the profile:
     IMEX where the NVLink domain runs it (GB200), NVLSM where an NVSwitch board has NVLink 5 (HGX B200), neither on
     an HGX H100 (Fabric Manager alone) nor on a PCIe board."""
-    group_vars = yaml.safe_load((ROOT / "playbooks/group_vars/all.yml").read_text())
-    env = jinja2.Environment()
     seen = {}
     for name in profiles.names():
         data = profiles.load(name).data
-        imex, nvlsm = (env.from_string(group_vars[var]).render(provision_profile_data=data).strip()
-                       for var in ("nvidia_imex_enabled", "nvidia_driver_nvlsm"))
-        assert imex == str(profiles.load(name).has("imex")), name
+        switches = install_facts.switches(data)
+        assert switches["imex"] == profiles.load(name).has("imex"), name
         nvlink = (data["gpu"].get("nvlink") or {}).get("version", 0)
-        assert nvlsm == str(bool(data["gpu"].get("nvswitch")) and int(nvlink) >= 5), name
-        seen[name] = (imex, nvlsm)
-    assert seen["gb200-nvl72"] == ("True", "False") and seen["b200-hgx"] == ("False", "True")
-    assert seen["h100-sxm5-80g-ndr"] == ("False", "False")
+        assert switches["nvlsm"] == (bool(data["gpu"].get("nvswitch")) and int(nvlink) >= 5), name
+        seen[name] = (switches["imex"], switches["nvlsm"])
+    assert seen["gb200-nvl72"] == (True, False) and seen["b200-hgx"] == (False, True)
+    assert seen["h100-sxm5-80g-ndr"] == (False, False)

@@ -7,13 +7,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import jinja2
 import pytest
-import yaml
 
 from provision import checks, profiles
 from provision.checks import plausible
 from provision.checks.base import Check
+from provision.profiles import install_facts
 from provision.engine.verdict import not_applicable
 from provision.results.model import Finding, Outcome, Reference
 
@@ -105,12 +104,10 @@ def test_each_check_is_judged_only_where_it_applies(name):
 
 def test_fabric_manager_is_wanted_only_on_an_nvswitch_board():
     """Fabric Manager "inactive" on GB200 (leptonai/gpud#1106: GB200 skips fabric-manager activeness): the roles'
-    switch (playbooks/group_vars/all.yml, rendered as Ansible does) is the profile's nvswitch trait, so a GB200 tray
-    (nvlink_domain, gpu.nvswitch false) installs and starts no host Fabric Manager, an HGX B200 does."""
-    text = yaml.safe_load((ROOT / "playbooks/group_vars/all.yml").read_text())["nvidia_driver_fabricmanager"]
+    switch (install_facts.switches, which playbooks/group_vars/all.yml hands them) is the profile's nvswitch trait, so
+    a GB200 tray (nvlink_domain, gpu.nvswitch false) installs and starts no host Fabric Manager, an HGX B200 does."""
     for name, profile in PROFILES.items():
-        rendered = jinja2.Environment().from_string(text).render(provision_profile_data=profile.data)
-        assert rendered == str(profile.has("nvswitch")), name
+        assert install_facts.switches(profile.data)["fabricmanager"] == profile.has("nvswitch"), name
     assert not PROFILES["gb200-nvl72"].has("nvswitch") and PROFILES["b200-hgx"].has("nvswitch")
     stack = checks.registry()["stack"]  # the stack check asks for no Fabric Manager package anywhere
     for step in stack.steps(PROFILES["gb200-nvl72"], None):

@@ -1,0 +1,1 @@
+../../plugins/filter/install_facts.py
