@@ -428,19 +428,40 @@ def _run_problem(result: CommandResult, timeout_s: float, exit_judged: bool = Fa
     return ""
 
 
+@dataclass(frozen=True)
+class BurninRequest:
+    """What a burn-in runs, decided once by its caller: ``checks`` the check ids asked for (None: every registered
+    check but the optional ones; the checks they read are added), ``scope`` node, cluster or all, ``schedule`` the
+    check set's name (the console's and history's label), ``forks`` at most that many jobs at once (None: every host
+    at once)."""
+
+    checks: tuple[str, ...] | None = None
+    scope: str = "all"
+    schedule: str = "quick"
+    forks: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checks", tuple(self.checks) if self.checks else None)
+
+
+@dataclass(frozen=True)
+class BurninOutcome:
+    """What a burn-in gave: ``results`` in run order, ``cluster`` the cluster procedure's record (``groups``: fabric,
+    rounds, suspects) when the procedure ran, else None."""
+
+    results: list[CheckResult]
+    cluster: dict | None = None
+
+
 def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
-        only: list[str] | None = None, control: Control | None = None,
-        record: Callable[[CheckResult], None] | None = None, scope: str = "all",
-        schedule_name: str = "quick", cluster_out: dict | None = None, forks: int | None = None) -> list[CheckResult]:
-    """Burn in ``hosts``: every registered check but the optional ones (or those in ``only``) of ``scope`` (node,
-    cluster or all), at most ``forks`` jobs at once (None: every host at once). ``cluster_out``
-    (when given) receives the cluster procedure's record (``groups``: fabric, rounds, suspects)
-    when the procedure ran."""
+        request: BurninRequest = BurninRequest(), control: Control | None = None,
+        record: Callable[[CheckResult], None] | None = None) -> BurninOutcome:
+    """Burn in ``hosts`` as ``request`` asks; ``control`` carries the run's stop rules, progress and event listener;
+    ``record`` receives each result as it ends (the journal)."""
     registered = list(registry().values())
+    only = request.checks
     checks = with_inputs(cluster.completed([c for c in registered if (c.id in only if only else not c.optional)],
                                            registered), registered)
-    engine = Burnin(hosts, records, rundir, transport, control or Control(), forks)
-    results = engine.run(checks, record, scope, schedule_name)
-    if cluster_out is not None and engine.cluster is not None:
-        cluster_out.update(engine.cluster)
-    return results
+    engine = Burnin(hosts, records, rundir, transport, control or Control(), request.forks)
+    results = engine.run(checks, record, request.scope, request.schedule)
+    return BurninOutcome(results, dict(engine.cluster) if engine.cluster is not None else None)

@@ -16,6 +16,7 @@ from provision.commands._common import now, status
 from provision.commands._job import burnin, install, publish, remember, select
 from provision.commands._job.options import JobOptions
 from provision.engine import hostlock
+from provision.engine.burnin import BurninRequest
 from provision.engine.control import Control, stopping_on_signals
 from provision.errors import ExitStatus
 from provision.report import progress as progress_view
@@ -75,9 +76,9 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
         try:
             hosts = _install(ctx)
             if "burnin" in options.phases and hosts and not ctx.control.stop.is_set():
-                burnin.burnin(hosts, ctx.rundir, ctx.run, chosen.checks, ctx.control, chosen.scope,
-                              select.schedule(options.check_set, options.schedule),
-                              options.local, options.forks, ctx.held)
+                schedule = select.schedule(options.check_set, options.schedule)
+                request = BurninRequest(tuple(chosen.checks or ()) or None, chosen.scope, schedule, options.forks)
+                burnin.burnin(hosts, ctx.rundir, ctx.run, request, ctx.control, options.local, ctx.held)
         finally:
             ctx.held.release()
             ctx.run.finished = now()

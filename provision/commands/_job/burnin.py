@@ -46,10 +46,10 @@ def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, p
     return held
 
 
-def burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scope: str = "all",
-           schedule: str = "quick", local: bool = False, forks: int | None = None,
-           held: hostlock.Held | None = None) -> None:
-    """Burn in ``hosts``; each result is journaled as it ends, and report.json refreshed."""
+def burnin(hosts, rundir: RunDir, run: Run, request: burnin_engine.BurninRequest, control: Control,
+           local: bool = False, held: hostlock.Held | None = None) -> None:
+    """Burn in ``hosts`` as ``request`` asks (over SSH, or as local processes with ``local``); each result is
+    journaled as it ends, and report.json refreshed."""
     started, saved = time.monotonic(), [0.0, 0.0]  # when report.json was last saved, how long that took
     control.progress(f"burnin: {len(hosts)} hosts")
 
@@ -73,11 +73,9 @@ def burnin(hosts, rundir: RunDir, run: Run, only_checks, control: Control, scope
 
     run.results = []
     keeping(lambda: rundir.begin(run))  # the journal alone can rebuild the run (RunDir.load)
-    procedure: dict = {}
     transport = hostlock.Reusing(LocalTransport() if local else SshTransport(), held or hostlock.Held())
-    ordered = burnin_engine.run(hosts, run.hosts, rundir, transport, only_checks, control, record,
-                                scope=scope, schedule_name=schedule, cluster_out=procedure, forks=forks)
-    run.results = ordered
-    run.cluster = procedure or None
+    outcome = burnin_engine.run(hosts, run.hosts, rundir, transport, request, control, record)
+    run.results = outcome.results
+    run.cluster = outcome.cluster or None
     run.burnin_wall_s = round(time.monotonic() - started, 1)
     keeping(rundir.sync_journal)

@@ -159,8 +159,9 @@ def test_the_burnin_skips_a_check_where_its_platform_is_not_and_runs_it_where_it
                                                                          ("n2", "gb200-nvl72"))]
     rundir = RunStore(tmp_path / "runs").create("platforms")
     run = Run(run_id="platforms", phases=["burnin"], hosts={h.name: HostRecord(h.profile) for h in hosts})
-    results = {r.host: r for r in burnin.run(hosts, run.hosts, rundir, LocalTransport(), only=["site_domain"],
-                                             control=Control(progress=lambda line: None))}
+    results = {r.host: r for r in burnin.run(hosts, run.hosts, rundir, LocalTransport(),
+                                                      burnin.BurninRequest(["site_domain"]),
+                                             control=Control(progress=lambda line: None)).results}
     assert results["n1"].outcome is Outcome.SKIPPED and results["n1"].message.startswith(
         "not applicable to profile h100-sxm5-80g-ndr: needs nvlink_domain: a multi-node NVLink domain")
     assert results["n2"].outcome is Outcome.PASS, results["n2"].message

@@ -121,9 +121,9 @@ def test_the_job_runs_a_set_by_name_with_its_durations_schedule_and_record(tmp_p
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     seen = {}
 
-    def engine(hosts, records, rundir, transport, only, control, record, **kw):
-        seen.update(hosts=hosts, only=only, schedule=kw["schedule_name"])
-        return [CheckResult("xid", (h.name,), Outcome.PASS, "ok") for h in hosts]
+    def engine(hosts, records, rundir, transport, request, control, record):
+        seen.update(hosts=hosts, only=list(request.checks or ()), schedule=request.schedule)
+        return burnin_engine.BurninOutcome([CheckResult("xid", (h.name,), Outcome.PASS, "ok") for h in hosts])
 
     monkeypatch.setattr(burnin_engine, "run", engine)
     inventory = paths.ROOT / "tests/data/inventories/homelab"

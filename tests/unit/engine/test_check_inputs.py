@@ -124,7 +124,8 @@ def _run(tmp_path, monkeypatch, only):
     rundir = RunStore(tmp_path / "runs").create()
     run = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
     transport = LocalTransport()
-    run.results = burnin.run(hosts, run.hosts, rundir, transport, only=only, control=Control(progress=lambda _: None))
+    run.results = burnin.run(hosts, run.hosts, rundir, transport, burnin.BurninRequest(only),
+                             control=Control(progress=lambda _: None)).results
     return rundir, run, transport
 
 
@@ -228,9 +229,11 @@ def test_a_gathering_check_runs_with_the_node_checks_and_not_in_a_cluster_scope_
     hosts = [Host(n, "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr") for n in ("n1", "n2")]
     rundir = RunStore(tmp_path / "runs2").create()
     record = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
-    node = burnin.run(hosts, record.hosts, rundir, LocalTransport(), only=["site_ver_fleet"], scope="node",
-                      control=Control(progress=lambda _: None))
+    node = burnin.run(hosts, record.hosts, rundir, LocalTransport(),
+                      burnin.BurninRequest(["site_ver_fleet"], scope="node"),
+                      control=Control(progress=lambda _: None)).results
     assert {r.check for r in node} == {"site_ver", "site_ver_fleet"}
-    cluster = burnin.run(hosts, record.hosts, rundir, LocalTransport(), only=["site_ver_fleet"], scope="cluster",
-                         control=Control(progress=lambda _: None))
+    cluster = burnin.run(hosts, record.hosts, rundir, LocalTransport(),
+                         burnin.BurninRequest(["site_ver_fleet"], scope="cluster"),
+                         control=Control(progress=lambda _: None)).results
     assert cluster == []  # neither site_ver (node scope) nor the comparison of its outputs

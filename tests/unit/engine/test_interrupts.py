@@ -58,8 +58,9 @@ def burn(tmp_path, names, only, transport=None, control=None):
     rundir = RunStore(tmp_path / "runs").create()
     run = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
     control = control or Control(progress=lambda _: None)
-    run.results = burnin.run(hosts, run.hosts, rundir, transport or LocalTransport(), only=only, control=control,
-                             record=rundir.record)
+    run.results = burnin.run(hosts, run.hosts, rundir, transport or LocalTransport(), burnin.BurninRequest(only),
+                             control=control,
+                             record=rundir.record).results
     return rundir, run
 
 

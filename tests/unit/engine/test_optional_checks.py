@@ -21,7 +21,7 @@ class _Engine:
 
 def _planned(monkeypatch, only):
     monkeypatch.setattr(burnin, "Burnin", _Engine)
-    burnin.run([], {}, None, None, only=only)
+    burnin.run([], {}, None, None, burnin.BurninRequest(only))
     return _Engine.planned
 
 
