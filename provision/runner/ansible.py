@@ -70,15 +70,25 @@ class PlaybookResult:
     artifacts: str
 
 
-def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
-                 limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
-                 vault_args: list[str] | None = None, progress=print,
-                 cancel: Callable[[], bool] | None = None, events: Listener | None = None,
-                 forks: int | None = None) -> PlaybookResult:
-    """Run ``playbooks/<playbook>`` against one inventory or several (``-i`` each, later ones win).
-    ``vault_args``: ansible-playbook's vault options. ``forks``: hosts Ansible works on at once
-    (``--forks``; None: ansible.cfg's). ``cancel`` is polled while it runs: True
-    stops ansible-playbook (status ``canceled``); it also keeps ansible-runner from installing its
+@dataclass(frozen=True)
+class PlaybookRequest:
+    """One ansible-playbook run: ``playbooks/<playbook>`` against one inventory or several (``-i`` each, later ones
+    win), on ``limit``'s hosts (empty: the inventory's), ``tags`` (None: every task), ``extravars``, ``vault_args``
+    (ansible-playbook's vault options) and ``forks`` hosts at once (``--forks``; None: ansible.cfg's)."""
+
+    playbook: str
+    inventory: Path | Sequence[Path]
+    limit: Sequence[str] = ()
+    tags: str | None = None
+    extravars: dict | None = None
+    vault_args: Sequence[str] = ()
+    forks: int | None = None
+
+
+def run_playbook(request: PlaybookRequest, artifacts_dir: Path, progress=print,
+                 cancel: Callable[[], bool] | None = None, events: Listener | None = None) -> PlaybookResult:
+    """Run ``request`` with ansible-runner, its private folder ``artifacts_dir``. ``cancel`` is polled while it
+    runs: True stops ansible-playbook (status ``canceled``); it also keeps ansible-runner from installing its
     own SIGINT/SIGTERM handlers over the caller's. ``events`` (when given) gets a ``TaskStarted``
     per task and a ``TaskResult`` per host and task, in place of a line per role; the lines that
     matter (a host failed or unreachable, a reboot pending) go to ``progress`` either way.
@@ -86,8 +96,9 @@ def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir:
     artifacts_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     artifacts_dir.chmod(0o700)
     hosts: dict[str, PlaybookHost] = {}
-    kwargs = runner_kwargs(playbook, inventory, artifacts_dir, limit, tags, extravars, vault_args, forks)
-    kwargs["event_handler"] = _event_handler(hosts, progress, events, len(limit or ()))
+    playbook = request.playbook
+    kwargs = runner_kwargs(request, artifacts_dir)
+    kwargs["event_handler"] = _event_handler(hosts, progress, events, len(request.limit or ()))
     kwargs["cancel_callback"] = cancel or (lambda: False)
     try:
         result = prepare(kwargs)
@@ -104,10 +115,8 @@ def run_playbook(playbook: str, inventory: Path | Sequence[Path], artifacts_dir:
                           str(Path(result.config.artifact_dir).relative_to(artifacts_dir.parent)))
 
 
-def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir: Path,
-                  limit: list[str] | None = None, tags: str | None = None, extravars: dict | None = None,
-                  vault_args: list[str] | None = None, forks: int | None = None) -> dict:
-    """The keyword arguments for ansible-runner's ``init_runner`` (no event handler).
+def runner_kwargs(request: PlaybookRequest, artifacts_dir: Path) -> dict:
+    """The keyword arguments for ansible-runner's ``init_runner`` (no event handler) to run ``request``.
 
     ansible-runner disables Ansible's host key checking whenever ANSIBLE_HOST_KEY_CHECKING is unset
     (ansible_runner/config/_base.py), so it is set to True here: a changed host key stops the run.
@@ -117,19 +126,20 @@ def runner_kwargs(playbook: str, inventory: Path | Sequence[Path], artifacts_dir
                "PROVISION_PROFILES_DIR": str(paths.PROFILES),
                "ANSIBLE_SSH_CONTROL_PATH_DIR": control_path_dir(artifacts_dir),
                "PATH": f"{Path(paths.tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    inventory = request.inventory
     sources = [inventory] if isinstance(inventory, (str, Path)) else list(inventory)
-    kwargs = dict(private_data_dir=str(artifacts_dir), playbook=str(paths.PLAYBOOKS / playbook),
+    kwargs = dict(private_data_dir=str(artifacts_dir), playbook=str(paths.PLAYBOOKS / request.playbook),
                   inventory=[str(Path(s).resolve()) for s in sources], project_dir=str(paths.ROOT),
-                  envvars=envvars, extravars=extravars or {}, quiet=True, json_mode=False,
+                  envvars=envvars, extravars=request.extravars or {}, quiet=True, json_mode=False,
                   suppress_env_files=True, settings={"suppress_ansible_output": True})
-    if limit:
-        kwargs["limit"] = ",".join(limit)
-    if tags:
-        kwargs["tags"] = tags
-    if vault_args:
-        kwargs["cmdline"] = shlex.join(vault_args)
-    if forks:
-        kwargs["forks"] = forks  # ansible-playbook --forks
+    if request.limit:
+        kwargs["limit"] = ",".join(request.limit)
+    if request.tags:
+        kwargs["tags"] = request.tags
+    if request.vault_args:
+        kwargs["cmdline"] = shlex.join(request.vault_args)
+    if request.forks:
+        kwargs["forks"] = request.forks  # ansible-playbook --forks
     return kwargs
 
 

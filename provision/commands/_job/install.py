@@ -17,9 +17,10 @@ def install(inventory: inv.Inventory, hosts, rundir: RunDir, run: Run, tags, con
     started, progress = time.monotonic(), control.progress
     forks = min(forks or len(hosts), len(hosts))
     progress(f"install: playbooks/site.yml on {len(hosts)} hosts, {forks} at once")
-    result = ansible.run_playbook("site.yml", inventory.sources, rundir.ansible, limit=[h.name for h in hosts],
-                                  tags=tags, vault_args=inventory.vault.args(), progress=progress,
-                                  cancel=control.stop.is_set, events=control.events, forks=forks)
+    request = ansible.PlaybookRequest("site.yml", inventory.sources, limit=[h.name for h in hosts], tags=tags,
+                                      vault_args=inventory.vault.args(), forks=forks)
+    result = ansible.run_playbook(request, rundir.ansible, progress=progress, cancel=control.stop.is_set,
+                                  events=control.events)
     run.install_wall_s = round(time.monotonic() - started, 1)
     run.install_artifacts = result.artifacts
     for host in hosts:

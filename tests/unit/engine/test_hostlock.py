@@ -201,8 +201,8 @@ def test_two_installs_in_one_process_the_second_refused_before_touching_anything
     def job_two() -> None:
         second["status"] = cli.main(["install", "-i", HOMELAB, *VAULT, "--run-id", "r-second"])
 
-    def playbook(*args, **kwargs):
-        playbooks.append(kwargs.get("limit"))
+    def playbook(request, *args, **kwargs):
+        playbooks.append(list(request.limit))
         if len(playbooks) == 1:
             thread = threading.Thread(target=job_two)
             thread.start()

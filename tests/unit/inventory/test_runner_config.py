@@ -13,8 +13,9 @@ LAYERS = [DATA / "slurm-appliance" / "common" / "inventory", DATA / "slurm-appli
 
 def test_runner_config_checks_host_keys_and_takes_every_inventory(tmp_path, monkeypatch):
     monkeypatch.delenv("ANSIBLE_HOST_KEY_CHECKING", raising=False)
-    kwargs = ansible.runner_kwargs("site.yml", LAYERS, tmp_path, limit=["site-gpu-0"],
-                                   vault_args=["--vault-password-file", "/secrets/pw"])
+    request = ansible.PlaybookRequest("site.yml", LAYERS, limit=["site-gpu-0"],
+                                      vault_args=["--vault-password-file", "/secrets/pw"])
+    kwargs = ansible.runner_kwargs(request, tmp_path)
     assert kwargs["envvars"]["ANSIBLE_HOST_KEY_CHECKING"] == "True"
     runner = ansible.prepare(kwargs)  # ansible-runner's own config, prepared as for a run
     assert runner.config.env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
@@ -26,7 +27,7 @@ def test_runner_config_checks_host_keys_and_takes_every_inventory(tmp_path, monk
 
 def test_user_environment_cannot_turn_host_key_checking_off(tmp_path, monkeypatch):
     monkeypatch.setenv("ANSIBLE_HOST_KEY_CHECKING", "False")
-    runner = ansible.prepare(ansible.runner_kwargs("site.yml", LAYERS[0], tmp_path))
+    runner = ansible.prepare(ansible.runner_kwargs(ansible.PlaybookRequest("site.yml", LAYERS[0]), tmp_path))
     assert runner.config.env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
 
 
@@ -38,9 +39,9 @@ def test_project_config_keeps_strict_ssh_args():
 def test_install_targets_only_gpu_nodes(tmp_path, monkeypatch):
     calls = []
 
-    def fake_run_playbook(playbook, sources, artifacts_dir, limit=None, tags=None, vault_args=None, **_):
-        calls.append((playbook, list(sources), limit, vault_args))
-        return PlaybookResult(playbook, 0, "successful", {}, "ansible/artifacts/x")
+    def fake_run_playbook(request, artifacts_dir, **_):
+        calls.append((request.playbook, list(request.inventory), request.limit, request.vault_args))
+        return PlaybookResult(request.playbook, 0, "successful", {}, "ansible/artifacts/x")
 
     monkeypatch.setattr(paths, "RUNS", tmp_path)
     monkeypatch.setattr(ansible, "run_playbook", fake_run_playbook)
@@ -54,13 +55,14 @@ def test_install_targets_only_gpu_nodes(tmp_path, monkeypatch):
 
 
 def test_forks_reach_ansible_playbook_and_default_to_every_host(tmp_path, monkeypatch):
-    command = ansible.prepare(ansible.runner_kwargs("site.yml", LAYERS[0], tmp_path, forks=700)).config.command
+    request = ansible.PlaybookRequest("site.yml", LAYERS[0], forks=700)
+    command = ansible.prepare(ansible.runner_kwargs(request, tmp_path)).config.command
     assert command[command.index("--forks") + 1] == "700"
     calls = []
 
-    def fake_run_playbook(playbook, sources, artifacts_dir, forks=None, **_):
-        calls.append(forks)
-        return PlaybookResult(playbook, 0, "successful", {}, "ansible/artifacts/x")
+    def fake_run_playbook(request, artifacts_dir, **_):
+        calls.append(request.forks)
+        return PlaybookResult(request.playbook, 0, "successful", {}, "ansible/artifacts/x")
 
     monkeypatch.setattr(paths, "RUNS", tmp_path)
     monkeypatch.setattr(ansible, "run_playbook", fake_run_playbook)

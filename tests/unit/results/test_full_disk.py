@@ -222,12 +222,12 @@ def test_the_job_on_a_full_runs_folder_names_each_file_and_exits_5(tmpfs, tmp_pa
     monkeypatch.setattr(ansible, "run_playbook", lambda *a, **k: pytest.fail("no install in a burn-in"))
     events = []
 
-    def engine(hosts, records, rundir, transport, only, control, record, **kw):
+    def engine(hosts, records, rundir, transport, request, control, record):
         results = [CheckResult("xid", (h.name,), Outcome.PASS, "ok") for h in hosts]
         for result in results:
             record(result)  # journaled, and report.json saved once
         fill(tmpfs, 0)
-        return results
+        return burnin_engine.BurninOutcome(results)
 
     monkeypatch.setattr(burnin_engine, "run", engine)
     import provision.history.db as db

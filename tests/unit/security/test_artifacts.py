@@ -43,8 +43,9 @@ def test_artifacts_hold_no_secret_and_are_owner_only(tmp_path, monkeypatch):
         f"      ansible_ssh_common_args: -o UserKnownHostsFile={tmp_path}/known_hosts -o ConnectTimeout=5\n")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    result = ansible.run_playbook("site.yml", [inv], run_dir / "ansible", limit=["gpu01"],
-                                  vault_args=["--vault-password-file", str(password_file)], progress=lambda *_: None)
+    result = ansible.run_playbook(ansible.PlaybookRequest("site.yml", [inv], limit=["gpu01"],
+                                                          vault_args=["--vault-password-file", str(password_file)]),
+                                  run_dir / "ansible", progress=lambda *_: None)
     assert result.hosts["gpu01"].status in ("unreachable", "failed")  # it really tried, and wrote its events
     files = [os.path.join(root, f) for root, _, names in os.walk(run_dir / "ansible") for f in names]
     assert any(f.endswith("/command") for f in files) and any("/job_events/" in f for f in files)

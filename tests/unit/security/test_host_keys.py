@@ -68,7 +68,7 @@ def test_the_user_environment_cannot_weaken_ssh_for_ansible_runner(tmp_path, mon
                         ("ANSIBLE_PARAMIKO_HOST_KEY_CHECKING", "False"), ("ANSIBLE_TRANSPORT", "paramiko"),
                         ("ANSIBLE_SSH_ARGS", "-o StrictHostKeyChecking=no"), ("ANSIBLE_CALLBACK_PLUGINS", "/tmp/cb")]:
         monkeypatch.setenv(name, value)
-    env = ansible.prepare(ansible.runner_kwargs("site.yml", tmp_path, tmp_path)).config.env
+    env = ansible.prepare(ansible.runner_kwargs(ansible.PlaybookRequest("site.yml", tmp_path), tmp_path)).config.env
     assert {k: env[k] for k in ansible.HOST_KEY_ENV} == ansible.HOST_KEY_ENV
     assert "ANSIBLE_TRANSPORT" not in env and "ANSIBLE_SSH_ARGS" not in env
     assert "/tmp/cb" not in env["ANSIBLE_CALLBACK_PLUGINS"]
