@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from provision import arguments, profiles
 from provision import inventory as inv
@@ -10,24 +11,40 @@ from provision.commands._common import say, warn
 from provision.errors import ExitStatus, ProvisionError
 
 
+@dataclass(frozen=True)
+class SizingRequest:
+    """``--gpus N --profile P`` and the sizing's options: ``radix`` switch ports, ``oversubscription`` down:up,
+    ``pue`` (None: ``provision.plan.sizing.PUE``), ``node_W`` and ``switch_W`` power overrides (None: the profile's;
+    a switch's unknown)."""
+
+    gpus: int | None
+    profile: str | None
+    radix: int = 64
+    oversubscription: str = "1:1"
+    pue: float | None = None
+    node_W: float | None = None
+    switch_W: float | None = None
+
+
 def main(args: argparse.Namespace) -> int:
-    return plan(args.inventory, arguments.limit(args.limit), arguments.vault(args), args.gpus, args.profile,
-                args.switch_radix, args.oversubscription, args.pue, args.node_power_W, out=say, err=warn,
-                accept_unknown=args.accept_unknown, switch_W=args.switch_power_W)
+    sizing = None
+    if args.gpus is not None or args.profile is not None:
+        sizing = SizingRequest(args.gpus, args.profile, args.switch_radix, args.oversubscription, args.pue,
+                               args.node_power_W, args.switch_power_W)
+    return plan(args.inventory, arguments.limit(args.limit), arguments.vault(args), sizing,
+                accept_unknown=args.accept_unknown, out=say, err=warn)
 
 
 def plan(inventory_args: str | list[str] | None, limit: list[str] | None = None, vault: inv.Vault = inv.Vault(),
-         gpus: int | None = None, profile: str | None = None, radix: int = 64, oversubscription: str = "1:1",
-         pue: float | None = None, node_W: float | None = None, out=print, err=print,
-         accept_unknown: bool = False, switch_W: float | None = None) -> ExitStatus:
-    """With ``gpus`` and ``profile``, the cluster sizing; else the plan of the inventory, touching no
+         sizing: SizingRequest | None = None, accept_unknown: bool = False, out=print, err=print) -> ExitStatus:
+    """With ``sizing``, the cluster sizing; else the plan of the inventory, touching no
     node. Exit 1 when it finds an error, 2 for bad input (a host the plan could not read is named on
     ``err``, the others still planned), 7 (``UNCHECKED``) when the tables do not cover part of the stack
     and ``accept_unknown`` is not given, else 0."""
     from provision.plan import planner
 
-    if gpus is not None or profile is not None:
-        return _sizing(gpus, profile, radix, oversubscription, pue, node_W, out, switch_W)
+    if sizing is not None:
+        return _sizing(sizing, out)
     if not inventory_args:
         raise ProvisionError("plan: give -i INVENTORY (check its stack and hardware) or --gpus N --profile P (size)")
     inventory = inv.read(inv.resolve_all(inventory_args), vault, limit)
@@ -60,15 +77,16 @@ def _verdict(found, accept_unknown: bool, out) -> ExitStatus:
     return ExitStatus.OK
 
 
-def _sizing(gpus: int | None, profile: str | None, radix: int, oversubscription: str, pue: float | None,
-            node_W: float | None, out, switch_W: float | None = None) -> ExitStatus:
+def _sizing(request: SizingRequest, out) -> ExitStatus:
     """``provision plan --gpus N --profile P``: the sizing and the profile's hardware balance."""
     from provision.plan import hardware, sizing
 
-    if gpus is None or profile is None:
+    if request.gpus is None or request.profile is None:
         raise ProvisionError("plan: --gpus and --profile go together (the sizing of N GPUs of a profile)")
-    chosen = profiles.load(profile)
-    result = sizing.size(gpus, chosen, radix, oversubscription, sizing.PUE if pue is None else pue, node_W, switch_W)
+    chosen = profiles.load(request.profile)
+    pue = sizing.PUE if request.pue is None else request.pue
+    result = sizing.size(request.gpus, chosen, request.radix, request.oversubscription, pue, request.node_W,
+                         request.switch_W)
     for line in result.lines():
         out(line)
     for finding in hardware.balance(chosen):
