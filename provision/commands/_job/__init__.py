@@ -84,8 +84,8 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
             ctx.run.finished = now()
             publish.outputs(options.phases, ctx.rundir, ctx.run, progress, ctx.unwritten)  # before the history
             _remember(ctx)
-    publish.drain(options.phases, ctx.rundir, ctx.run, ctx.slurm_nodes, options.resume_passed, ctx.control,
-                  ctx.unwritten, _breaker(options))  # --drain slurm
+    publish.drain(ctx.rundir, ctx.run, ctx.slurm_nodes, options, ctx.control, ctx.unwritten,
+                  _breaker(options))  # --drain slurm
     return _end(ctx)
 
 
@@ -102,13 +102,10 @@ def _select(options: JobOptions, progress) -> Chosen:
                  f"{', '.join(limit)}")
     checks = list(options.checks) if options.checks is not None else None
     if options.local:
-        label, hosts, checks, scope = select.local(
-            options.inventory, options.host, options.profile, options.vault, checks, options.scope,
-            (limit, options.shard, options.retry_failed, options.phases), progress)
+        label, hosts, checks, scope = select.local(options, checks, limit, progress)
         return Chosen(label, hosts, None, checks, scope)
     inventory = select.gpu_inventory(options.inventory, limit, options.vault, progress)
-    hosts = select.selected(inventory, options.phases, options.shard, options.shard_by, options.vault, limit,
-                            options.force, progress)
+    hosts = select.selected(inventory, options, limit, progress)
     return Chosen(inventory.label, hosts, inventory, checks, options.scope)
 
 

@@ -2,6 +2,7 @@
 written on its own, then the drain in Slurm (``--drain slurm``)."""
 from __future__ import annotations
 
+from provision.commands._job.options import JobOptions
 from provision.engine.control import Control
 from provision.errors import not_written
 from provision.report import junit, prometheus
@@ -35,14 +36,16 @@ def attempt(write, progress, unwritten: list[str]) -> None:
             progress(line)
 
 
-def drain(phases, rundir: RunDir, run: Run, slurm_nodes: dict[str, str], resume_passed: bool,
-          control: Control, unwritten: list[str] | None = None, breaker: Breaker = Breaker()) -> None:
-    """After a burn-in (whose drain.txt ``outputs`` wrote): say it; with ``slurm_nodes`` drain (no more than
+def drain(rundir: RunDir, run: Run, slurm_nodes: dict[str, str], options: JobOptions, control: Control,
+          unwritten: list[str] | None = None, breaker: Breaker = Breaker()) -> None:
+    """After a burn-in (whose drain.txt ``outputs`` wrote; ``options.phases``): say it; with ``slurm_nodes`` drain
+    (resuming passed nodes where ``options.resume_passed``) (no more than
     ``breaker`` allows) and resume in Slurm and write what was done to slurm.txt. A stopped run drains
     nothing (its verdicts are not the burn-in's). scontrol's failures are warning lines
     (``provision.slurm.drain.apply``), never the run's; a file that cannot be written is one line
     (``attempt``, added to ``unwritten``)."""
     unwritten = [] if unwritten is None else unwritten
+    phases, resume_passed = options.phases, options.resume_passed
     if "burnin" not in phases:
         return
     lines = slurm_drain.drain_lines(run)

@@ -7,6 +7,7 @@ import dataclasses
 from provision import checks, embedded, paths, profiles
 from provision import inventory as inv
 from provision.checks import references, sets
+from provision.commands._job.options import JobOptions
 from provision.errors import ProfileError, ProvisionError
 from provision.results.model import Scope
 from provision.results.store import RunStore
@@ -85,9 +86,10 @@ def gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inve
     return inventory
 
 
-def selected(inventory: inv.Inventory, phases, shard: str | None, shard_by: str | None, vault: inv.Vault, limit,
-             force: bool, progress) -> list:
+def selected(inventory: inv.Inventory, options: JobOptions, limit, progress) -> list:
     """The GPU nodes the job runs on (its shard, when given), after the plan gate when it installs."""
+    phases, shard, shard_by = options.phases, options.shard, options.shard_by
+    vault, force = options.vault, options.force
     hosts = list(inventory.gpu_hosts)
     if shard is None and shard_by is not None:
         raise ProvisionError(f"--shard-by {shard_by}: give --shard K/N too")
@@ -128,8 +130,7 @@ def plan_gate(inventory: inv.Inventory, vault: inv.Vault, limit, force: bool, pr
         progress(f"plan: {len(errors)} errors, installing anyway (--force)")
 
 
-def local(inventory_args, host_name: str | None, profile: str | None, vault: inv.Vault, only_checks,
-          scope: str, refused: tuple, progress) -> tuple[str, list, list[str] | None, str]:
+def local(options: JobOptions, only_checks, limit, progress) -> tuple[str, list, list[str] | None, str]:
     """``burnin --local``: (label, [this machine's Host], checks, scope). Node-scope checks only: a pair or
     cluster check needs several nodes, so one named in ``--checks`` (or ``--scope cluster``) is refused,
     and ``provision merge`` of the nodes' runs holds node results only. No history by default: every
@@ -137,6 +138,8 @@ def local(inventory_args, host_name: str | None, profile: str | None, vault: inv
     Raises ProvisionError (exit 2) for options that select other hosts (``refused``)."""
     from provision.inventory import local as local_host
 
+    inventory_args, host_name, profile, vault = options.inventory, options.host, options.profile, options.vault
+    scope, refused = options.scope, (limit, options.shard, options.retry_failed, options.phases)
     for value, option in zip(refused, ("--limit", "--shard", "--retry-failed")):
         if value:
             raise ProvisionError(f"burnin --local: {option} selects other hosts; --local burns in this machine only")

@@ -8,6 +8,7 @@ from provision.commands._job import select
 from provision import inventory as inv
 from provision.inventory import _ansible, playvars
 from provision.plan import manifest
+from provision.commands._job.options import JobOptions
 
 GROUP = """---
 all:
@@ -88,7 +89,7 @@ def test_a_run_parses_its_inventory_once(tmp_path, monkeypatch):
     monkeypatch.setattr(_ansible.Session, "__init__", lambda self, *a, **k: sessions.append(a) or real(self, *a, **k))
     quiet = lambda *args, **kwargs: None  # noqa: E731
     found = select.gpu_inventory([str(path)], None, inv.Vault(), quiet)
-    hosts = select.selected(found, ("install", "burnin"), None, None, inv.Vault(), None, False, quiet)  # plan gate
+    hosts = select.selected(found, JobOptions(("install", "burnin")), None, quiet)  # plan gate
     registry = checks.registry()  # the quick set over the registry, in run order (its first checks: diagnostics)
     assert select.check_set("quick", hosts, None) == [c for c, check in registry.items() if "quick" in check.sets]
     assert len(hosts) == 20 and len(sessions) == 1

@@ -12,6 +12,7 @@ from provision.results.store import RunStore
 from provision.slurm import drain
 from provision.slurm.breaker import Breaker
 from provision.slurm.scontrol import NodeState, parse_show_node
+from provision.commands._job.options import JobOptions
 from tests.unit.slurm.test_drain import FakeSlurm, run_of
 
 NOW = datetime(2026, 12, 2, 20, 0, 0)
@@ -139,7 +140,7 @@ def test_the_job_keeps_the_breakers_list_in_slurm_txt(tmp_path, monkeypatch):
     monkeypatch.setattr(publish, "Scontrol", lambda: slurm)
     run = run_of(**{h: ("fail" if h in FAILING else "pass") for h in slurm.states})
     said: list[str] = []
-    publish.drain(("burnin",), rundir, run, {h: h for h in run.hosts}, False, Control(said.append), [],
+    publish.drain(rundir, run, {h: h for h in run.hosts}, JobOptions(("burnin",)), Control(said.append), [],
                   Breaker(window_s=3600))
     kept = (rundir.path / store.SLURM).read_text().splitlines()
     assert [line.split()[4].rstrip(":") for line in kept if "not drained (breaker): " in line] == FAILING[10:]

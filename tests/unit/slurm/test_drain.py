@@ -12,6 +12,7 @@ from provision.results.store import RunStore
 from provision.slurm import drain
 from provision.slurm.drain import DRAIN, NOTHING, RESUME, decide
 from provision.slurm.scontrol import NodeState, SlurmError
+from provision.commands._job.options import JobOptions
 
 
 def run_of(**outcomes) -> Run:
@@ -189,7 +190,7 @@ def test_the_job_writes_drain_txt_after_a_burnin_and_checks_the_options(tmp_path
     run = run_of(node01="pass", node02="fail")
     said = []
     publish.outputs(("burnin",), rundir, run, said.append, [])  # the job's outputs, drain.txt among them
-    publish.drain(("burnin",), rundir, run, {}, False, Control(said.append))
+    publish.drain(rundir, run, {}, JobOptions(("burnin",)), Control(said.append))
     assert (rundir.path / store.DRAIN).read_text() == drain.drain_lines(run)[0] + "\n"
     assert not (rundir.path / store.SLURM).exists()
     with pytest.raises(ProvisionError, match="--resume-passed needs --drain slurm"):
