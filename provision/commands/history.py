@@ -4,6 +4,7 @@ the history existed."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import datetime as dt
 import json
 
@@ -16,16 +17,27 @@ from provision.results.store import RunStore
 
 def main(args: argparse.Namespace) -> int:
     if not args.action:
-        return history(args.history, args.host, args.check, args.metric, args.since, args.json, out=say,
-                       rows=args.rows)
+        return history(args.history, HistoryQuery(args.host, args.check, args.metric, args.since), args.json,
+                       out=say, rows=args.rows)
     if args.action[0] != "import":
         raise ProvisionError(f"history: unknown action {args.action[0]!r} (use `history import RUN_DIR...` "
                              "or filters such as --host)")
     return history_import(args.history, args.action[1:], progress=say)
 
 
-def history(history_arg: str | None, host: str | None = None, check: str | None = None, metric: str | None = None,
-            since: str | None = None, as_json: bool = False, out=print, rows: bool = False) -> ExitStatus:
+@dataclass(frozen=True)
+class HistoryQuery:
+    """The filters of ``provision history``: a ``host``, a ``check``, a ``metric``, runs ``since`` (a date or a
+    duration such as 7d); None: any."""
+
+    host: str | None = None
+    check: str | None = None
+    metric: str | None = None
+    since: str | None = None
+
+
+def history(history_arg: str | None, query: HistoryQuery = HistoryQuery(), as_json: bool = False, out=print,
+            rows: bool = False) -> ExitStatus:
     """Print per host (``host``, else every host stored) a summary (``provision.history.summary``): its
     last runs and verdicts, its regressions with their baseline (the median and the gate), its stack
     changes, and the series where the own-median gate cannot fire (its gate line, ``own_pct`` below the
@@ -36,6 +48,7 @@ def history(history_arg: str | None, host: str | None = None, check: str | None 
     ``since``, a missing history file or one that is not a history database, or one that stays locked."""
     from provision.history import db, summary
 
+    host, check, metric, since = query.host, query.check, query.metric, query.since
     when = _since(since) if since else None
     if not rows:
         found_hosts = db.read(db.path(history_arg), lambda conn: [

@@ -158,14 +158,16 @@ def take_controller(folder: Path, hosts: list[str], line: str, wait_s: float, fo
         time.sleep(POLL_S)
 
 
-def mark_nodes(hosts: list, transport, line: str, wait_s: float, fold: Callable, say, held: Held,
-               workers: int = 64) -> None:
+MARK_WORKERS = 64  # connections opened at once: the burn-in's own bound (provision.engine.burnin.CONNECTS_AT_ONCE)
+
+
+def mark_nodes(hosts: list, transport, line: str, wait_s: float, fold: Callable, say, held: Held) -> None:
     """Connect to every host and take its node lock over that connection (its keeper); the connections stay
     in ``held.conns`` for the burn-in to use. A host that cannot be reached is left to the burn-in (which
     names it unreachable); one whose node cannot keep a lock (no ``flock``, ``/run`` not writable) is said
     and burned in unmarked. Raises HostsBusy (having released everything in ``held``) when some stay taken."""
     deadline, said, todo = time.monotonic() + wait_s, False, list(hosts)
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(MARK_WORKERS, len(hosts)))) as pool:
         while True:
             busy: dict[str, list[str]] = {}
             for host, outcome in zip(todo, pool.map(lambda h: _mark(h, transport, line, held), todo)):
