@@ -179,7 +179,7 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
 
     def start(index: int) -> tuple[str, SimNode]:
         name, address, node_dir = names[index], addresses[index], sdir / "nodes" / names[index]
-        host_pub = _prepare_upper(node_dir / "upper", name, address, index, profile, client_pub, names, addresses)
+        host_pub = _prepare_upper(node_dir / "upper", index, profile, client_pub, names, addresses)
         if world:  # one file for the rack: every writer (sim up, faults) writes the same fabric to all nodes
             _link(sdir / FABRIC_FILE, node_dir / "upper/etc/provision-sim/fabric.yaml")
         osflavor.apply(node_dir / "upper", plan[index], repo_url, os_rpm)
@@ -343,10 +343,11 @@ def status(inventory_dir: Path) -> list[dict]:
     return rows
 
 
-def _prepare_upper(upper: Path, name: str, address: str, index: int, profile, client_pub: str,
-                   names: list[str], addresses: list[str]) -> str:
-    """Write the node's own files into its overlay upper dir; return its host public key line.
-    A host key and cluster key already there (``_write_cluster_ssh``) are kept."""
+def _prepare_upper(upper: Path, index: int, profile, client_pub: str, names: list[str], addresses: list[str]) -> str:
+    """Write node ``index``'s own files (its name and address: ``names[index]``, ``addresses[index]``) into its
+    overlay upper dir; return its host public key line. A host key and cluster key already there
+    (``_write_cluster_ssh``) are kept."""
+    name, address = names[index], addresses[index]
     (upper / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
     host_pub = _host_key(upper, name)
     (upper / "etc/ssh/sshd_config.d/listen.conf").write_text(f"ListenAddress {address}\n")

@@ -118,9 +118,12 @@ def size(hosts: int, radix: int, oversubscription: float = 1.0, leaves: int | No
     return Shape(leaves, spines, per_leaf, ups)
 
 
-def fat_tree(hosts: list[str], rails: int = 1, leaves: int | None = None, spines: int | None = None,
-             width_speed: str = "4xNDR", oversubscription: float = 1.0, ports: dict[str, list[Port]] | None = None,
-             name: str = "fabric") -> Fabric:
+def fat_tree(hosts: list[str], rails: int = 1, leaves: int | None = None,  # noqa: PLR0913 (below)
+             spines: int | None = None, width_speed: str = "4xNDR", oversubscription: float = 1.0,
+             ports: dict[str, list[Port]] | None = None, name: str = "fabric") -> Fabric:
+    # PLR0913's one exception: the simulated fabric's description, every parameter but ``hosts`` an optional
+    # keyword a scenario file's ``fabric:`` block names one for one (provision/sim/scenario.py), called with
+    # keywords by the sim, the benches and 60-odd tests; a wrapper type would only rename them.
     """A fat-tree over ``hosts`` with ``rails`` planes, ``leaves`` and ``spines`` as given or as ``size``
     chooses them for the switch radix of ``width_speed``'s rate. ``ports[host][rail]`` are the HCAs to
     cable (default ``default_ports``). Raises ValueError when a switch would need more ports than its radix."""
@@ -130,12 +133,15 @@ def fat_tree(hosts: list[str], rails: int = 1, leaves: int | None = None, spines
     ports = ports or default_ports(hosts, rails)
     planes = []
     for rail in range(rails):
-        planes.append(_plane(hosts, rail, shape.leaves, shape.spines, shape.per_leaf, shape.uplinks, width, speed,
-                             radix, ports, name))
+        planes.append(_plane(hosts, rail, shape, (width, speed, radix), ports, name))
     return Fabric(planes)
 
 
-def _plane(hosts, rail, leaves, spines, per_leaf, ups, width, speed, radix, ports, name) -> Plane:
+def _plane(hosts, rail, shape: Shape, cabling: tuple[str, str, int], ports, name) -> Plane:
+    """Plane ``rail`` of ``shape`` (leaves, spines, hosts per leaf, uplinks per leaf), its cables of ``cabling``'s
+    width and speed, its switches of its radix."""
+    leaves, spines, per_leaf, ups = shape.leaves, shape.spines, shape.per_leaf, shape.uplinks
+    width, speed, radix = cabling
     desc = DESCRIPTION.get(speed, "Quantum-2 Mellanox Technologies")
     lid = SWITCH_LID_BASE + rail * 0x100
     leaf_ids = [node_id("S", _guid(name, rail, "leaf", i)) for i in range(leaves)]
