@@ -10,7 +10,7 @@ import math
 from provision.checks import Check, plausible
 from provision.checks.base import Context, Step, parse_outputs
 from provision.errors import ParseError, ProfileError
-from provision.results.model import CheckResult, Finding, Outcome, Scope, number
+from provision.results.model import ESTIMATE, CheckResult, Finding, Outcome, Scope, number
 
 
 def not_applicable(check: Check, hosts: tuple[str, ...], scope: Scope, profile) -> CheckResult | None:
@@ -81,7 +81,7 @@ def pass_message(findings: list[Finding]) -> str:
         low, high = ref.bounds()
         parts.append(f"{metric} {min(values):g}..{max(values):g} {rows[0].unit} over {len(rows)} devices, "
                      f"reference {ref.value:g} bounds [{number(low) if low is None else f'{low:g}'}, "
-                     f"{number(high) if high is None else f'{high:g}'}]")
+                     f"{number(high) if high is None else f'{high:g}'}]" + (f", {ESTIMATE}" if ref.estimate else ""))
     if not parts:
         parts = [f.describe() for f in findings[:2]]
     return f"{len(findings)} facts ok: " + "; ".join(parts)

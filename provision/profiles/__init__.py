@@ -186,7 +186,8 @@ class Profile:
         return ref
 
     def with_overrides(self, overrides: dict | None, origin: str) -> "Profile":
-        """A copy with a site's reference overrides ({check: {metric: {key: value}}}) merged in."""
+        """A copy with a site's reference overrides ({check: {metric: {key: value}}}) merged in. An override that
+        sets a value and says nothing of ``estimate`` is the site's own figure: the row is no longer an estimate."""
         if not overrides:
             return self
         where = f"{origin}: provision_reference_overrides"
@@ -201,6 +202,8 @@ class Profile:
                 if row is None or not isinstance(fields, dict):
                     near = _near(metric, references[check]) if check in references else _near(check, references)
                     raise ProfileError(f"{where}.{check}.{metric}: no such reference in profile {self.name}{near}")
+                if "value" in fields and "estimate" not in fields:
+                    row.pop("estimate", None)  # the site's own figure replaces the estimate (its rows' sources say so)
                 row.update(fields)
         try:
             schema.validate(data, "profile", origin)

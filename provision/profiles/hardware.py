@@ -122,7 +122,8 @@ def _pcie(raw: Mapping | None) -> PCIe | None:
 def reference(row: Mapping) -> Reference:
     """A reference row of the YAML as the results model's Reference."""
     return Reference(value=float(row["value"]), lower=row["lower"], upper=row["upper"], unit=row["unit"],
-                     source=row["source"], params=freeze(dict(row.get("params") or {})))
+                     source=row["source"], params=freeze(dict(row.get("params") or {})),
+                     estimate=bool(row.get("estimate", False)))
 
 
 def build(data: Mapping) -> Hardware:

@@ -32,7 +32,7 @@ import jinja2
 from provision.errors import ProvisionError
 from provision.parsers import parse_tool
 from provision.report import summary, svg
-from provision.results.model import CheckResult, Outcome, Run, Scope, number
+from provision.results.model import ESTIMATE, CheckResult, Outcome, Run, Scope, number
 from provision.results.store import RunDir, atomic_write, safe_name
 
 Trend = Mapping[str, Sequence[tuple[str, str, float]]]
@@ -295,9 +295,11 @@ def _unit(metric: str) -> str:
 
 
 def sources(run: Run) -> list[str]:
-    """Every distinct reference source the run's findings were judged against, sorted."""
-    return sorted({f.reference.source for r in run.results for f in r.findings
-                   if f.reference is not None and f.reference.source})
+    """Every distinct reference source the run's findings were judged against, sorted; an estimate's source
+    begins "judged against an estimate: " (the reference is no published figure: its source says how it was
+    reasoned)."""
+    return sorted({(f"{ESTIMATE}: " if f.reference.estimate else "") + f.reference.source for r in run.results
+                   for f in r.findings if f.reference is not None and f.reference.source})
 
 
 def _float(value: object) -> float | None:

@@ -51,7 +51,8 @@ class Scope(str, enum.Enum):
 class Reference:
     """One threshold: ``value`` in ``unit``; bounds are fractions (-0.05 = 5% below value),
     None where unbounded; ``params`` the test parameters it holds for; ``source`` where the
-    figure comes from."""
+    figure comes from; ``estimate`` True where no public measurement or document gives the figure and
+    ``source`` says how it was reasoned instead (a finding judged against it says so)."""
 
     value: float
     lower: float | None
@@ -59,6 +60,7 @@ class Reference:
     unit: str
     source: str
     params: dict = field(default_factory=dict)
+    estimate: bool = False
 
     def bounds(self) -> tuple[float | None, float | None]:
         """Absolute (low, high) limits in ``unit``; None where unbounded."""
@@ -68,8 +70,11 @@ class Reference:
 
     def to_dict(self) -> dict:
         low, high = self.bounds()
-        return {"reference": self.value, "lower_bound": low, "upper_bound": high, "params": self.params,
-                "source": self.source}
+        row = {"reference": self.value, "lower_bound": low, "upper_bound": high, "params": self.params,
+               "source": self.source}
+        if self.estimate:  # only where true: a report of measured references reads as before
+            row["estimate"] = True
+        return row
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,7 @@ class Finding:
             params = ", ".join(f"{k}={v}" for k, v in self.reference.params.items())
             text = (f"{where}{self.device}: {self.metric} = {number(self.value)}{unit}, reference "
                     f"{number(self.reference.value)}{unit} bounds [{number(low)}, {number(high)}]{unit}"
-                    + (f" ({params})" if params else ""))
+                    + (f" ({params})" if params else "") + (f", {ESTIMATE}" if self.reference.estimate else ""))
         elif self.expected is not None:
             text = f"{where}{self.device}: {self.metric} = {self.value!r}{unit}, expected {self.expected!r}{unit}"
         else:
@@ -129,6 +134,9 @@ class Finding:
         if not self.ok and self.fault:
             text += f" [{self.fault}: {self.action}]"
         return text
+
+
+ESTIMATE = "judged against an estimate"  # what a finding whose reference is an estimate says
 
 
 def number(v: object) -> str:

@@ -55,7 +55,8 @@ def finding_from_dict(row: dict) -> Finding:
         low, high = row.get("lower_bound"), row.get("upper_bound")
         reference = Reference(value=value, lower=None if low is None else _fraction(low, value),
                               upper=None if high is None else _fraction(high, value), unit=row.get("unit", ""),
-                              source=row.get("source", ""), params=row.get("params") or {})
+                              source=row.get("source", ""), params=row.get("params") or {},
+                              estimate=row.get("estimate") is True)
     if not isinstance(row["ok"], bool):  # bool("false") is True: a version 1 report is not schema-checked
         raise TypeError(f"ok: {str(row['ok'])[:40]!r} is not true or false")
     return Finding(device=row["device"], metric=row["metric"], value=row.get("value"), ok=row["ok"],

@@ -82,7 +82,7 @@ HCA_PSIDS = {("ConnectX-7", 400): "MT_0000000838", ("ConnectX-6", 200): "MT_0000
 # hosts' ibv_devinfo in tests/data/samples/ibv_devinfo_cx7_board_id_mtu1024.txt print both; the simulator printed
 # 4096 before it had the field).
 IB_MTU = 4096
-# Healthy figures per profile name (figures.yaml), and the rack's site settings, whose
+# Healthy figures per profile name, each with its source (figures.yaml), and the rack's site settings, whose
 # provision_storage is the storage bond the simulated kernel shows (site.yml).
 FIGURES = Path(__file__).with_name("figures.yaml")
 SITE = Path(__file__).with_name("site.yml")
@@ -91,6 +91,22 @@ SITE = Path(__file__).with_name("site.yml")
 @functools.cache
 def _yaml(path: Path) -> dict:
     return yaml.safe_load(path.read_text()) or {}
+
+
+def figures(profile_name: str | None) -> dict:
+    """The healthy figures of profile ``profile_name`` (figures.yaml), without their ``sources``: what the
+    simulated tools read. Empty for a profile the simulator has no figures for."""
+    row = _yaml(FIGURES).get(profile_name) or {}
+    return {key: value for key, value in row.items() if key != "sources"}
+
+
+def figure_sources(profile_name: str) -> dict:
+    """Each figure's source in figures.yaml: figure -> (source text, estimate)."""
+    out = {}
+    for key, given in ((_yaml(FIGURES).get(profile_name) or {}).get("sources") or {}).items():
+        given = given if isinstance(given, dict) else {"source": given}
+        out[key] = (str(given.get("source") or ""), given.get("estimate") is True)
+    return out
 
 
 def _digest(*parts: object) -> bytes:
@@ -247,7 +263,7 @@ def _hca(profile: dict, hostname: str, node_index: int, index: int) -> dict:
         "name": f"mlx5_{index}", "port": 1, "state": "Active", "physical_state": "LinkUp",
         "rate_Gbps": int(hca["rate_Gbps"]), "link_layer": hca.get("link_layer", "InfiniBand"),
         "model": hca.get("model", "ConnectX-7"), "ca_type": CA_TYPES.get(hca.get("model"), "MT4129"),
-        "fw_ver": str(_yaml(FIGURES).get(profile.get("name"), {}).get("hca_fw_ver", "28.39.1002")),
+        "fw_ver": str(figures(profile.get("name")).get("hca_fw_ver", "28.39.1002")),
         "board_id": HCA_PSIDS.get((hca.get("model", "ConnectX-7"), int(hca["rate_Gbps"]))),
         "active_mtu": IB_MTU, "max_mtu": IB_MTU,
         "node_guid": guid, "port_guid": guid,
@@ -303,7 +319,7 @@ def build(profile: dict, hostname: str, node_index: int) -> dict:
         "kernel_log": [],
         **nodefacts.node(profile, hostname, str(cpu.get("arch", "x86_64"))),
         "pcie_bridges": nodefacts.bridges(gpu_devices, hca_devices) if gpu_count or hca_count else [],
-        "performance": dict(_yaml(FIGURES).get(profile.get("name")) or {}),
+        "performance": figures(profile.get("name")),
         "noise_pct": NOISE_PCT,
         "faults": {},
     }
