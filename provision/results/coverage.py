@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from provision.results.model import FABRIC, Outcome
+from provision.results.outcome import FABRIC, Outcome
 
 if TYPE_CHECKING:
     from provision.results.model import Run

@@ -18,24 +18,15 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from provision.results.outcome import FABRIC, Outcome  # noqa: F401 (FABRIC re-exported)
+
 if TYPE_CHECKING:
     from provision.results.coverage import Component, RunOutcome
 
 SCHEMA_VERSION = 2  # 1: the version-less report.json before this model
 
 
-class Outcome(str, enum.Enum):
-    """pass; fail (a metric outside its reference); error (could not run, timed out, could not
-    parse, missing data: never a pass); skipped (not applicable to the profile); untested (a
-    coverage gap: what was asked could not be tested, such as a leaf-spine cable no test carried
-    traffic over because its hosts were left out; not a failure and not a pass: its findings say
-    why and its fault's action what would close the gap)."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    SKIPPED = "skipped"
-    UNTESTED = "untested"
+# Outcome and FABRIC live in the leaf module outcome.py (coverage.py imports them without importing this one).
 
 
 class Scope(str, enum.Enum):
@@ -265,7 +256,6 @@ class HostRecord:
                 **({"kernel": self.kernel} if self.kernel is not None else {})}
 
 
-FABRIC = "fabric"  # the host a finding names when it is about the fabric itself (a leaf-spine cable): no node
 JUDGED_VARS = ("provision_reference_overrides", "provision_storage", "provision_check_timeouts",
                "provision_regression")
 REGRESSION = "regression"  # the check id of provision.history.regress's results (judged against history)
