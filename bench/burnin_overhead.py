@@ -137,10 +137,12 @@ def one(n: int, t: float, forks: int | None) -> None:
 
         nodes = rack.load_nodes(work / "rack")
         states = {settle(node.pid) for node in nodes}
-        if not states <= {"running", "degraded"}:
-            print(f"# {n} nodes: not every node finished booting: {sorted(states)}", flush=True)
+        if not states <= {"running", "degraded"}:  # a node still booting would understate the memory figures
+            raise RuntimeError(f"not every node finished booting: {sorted(states)}")
         pss = sum(node_pss_MiB(node.pid) for node in nodes) / len(nodes)
-        charged = [cgroups.memory_bytes(Path(node.cgroup)) or 0 for node in nodes]
+        charged = [cgroups.memory_bytes(Path(node.cgroup)) for node in nodes]
+        if None in charged:  # an unreadable charge is not 0 MiB
+            raise RuntimeError(f"{charged.count(None)} nodes' cgroup memory could not be read")
         cgroup_MiB, cgroup_max_MiB = sum(charged) / len(nodes) / 2**20, max(charged) / 2**20
         machine_MiB = (in_use_MiB() - used_before_MiB) / len(nodes)
         for node in nodes:

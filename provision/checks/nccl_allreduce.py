@@ -31,6 +31,10 @@ def allreduce(result: dict, device: str, ranks: int, ref, slow: str) -> list[Fin
     """An all_reduce_perf result judged: rank count, out-of-place busbw at the largest size against
     ``ref`` (``slow`` the shortfall's fault code), no wrong results or out-of-bounds values, the sweep
     reached ``ref``'s max_bytes. Raises ParseError with no rows or with validation off."""
+    if result.get("failures"):  # a rank's "Test NCCL/CUDA failure": whatever rows came before, the run failed
+        first = result["failures"][0]
+        raise ParseError(f"all_reduce_perf reported a failure on {first.get('host') or 'a rank'}: "
+                         f"Test {first['kind']} failure '{first['text']}'")
     if not result["rows"]:
         raise ParseError("all_reduce_perf printed no result rows")
     if result.get("wrong") is None:

@@ -204,6 +204,8 @@ class Profile:
                     raise ProfileError(f"{where}.{check}.{metric}: no such reference in profile {self.name}{near}")
                 if "value" in fields and "estimate" not in fields:
                     row.pop("estimate", None)  # the site's own figure replaces the estimate (its rows' sources say so)
+                if "value" in fields and "source" not in fields:  # never the replaced figure's reasoning
+                    row["source"] = f"the site's own figure ({where}.{check}.{metric})"
                 row.update(fields)
         try:
             schema.validate(data, "profile", origin)

@@ -200,3 +200,11 @@ def test_a_site_figure_replaces_an_estimate():
     assert not own.reference("gpu_stress", "gflops").estimate
     still = profile.with_overrides({"gpu_stress": {"gflops": {"value": 71000.0, "estimate": True}}}, "site")
     assert still.reference("gpu_stress", "gflops").estimate
+
+
+def test_a_site_figure_without_a_source_never_shows_the_estimates_reasoning():
+    profile = profiles.load("rtx4090-pcie")
+    own = profile.with_overrides({"gpu_stress": {"gflops": {"value": 71000.0}}}, "host n1")
+    row = own.reference("gpu_stress", "gflops")
+    assert not row.estimate and row.value == 71000.0
+    assert row.source == "the site's own figure (host n1: provision_reference_overrides.gpu_stress.gflops)"

@@ -34,7 +34,7 @@ def test_a_goal_called_met_is_met_by_the_tables_figures():
     for goal, negated in claims:
         met = best <= float(goal)
         assert met != bool(negated), f"README says the goal of {goal} is {'not ' if negated else ''}met; table: {rows}"
-    for nodes, goal in re.findall(r"goal of [\d.]+ is met at ([\d,]+) nodes", README):
+    for goal, nodes in re.findall(r"goal of ([\d.]+) is met at ([\d,]+) nodes", README):
         ratio = dict(rows).get(int(nodes.replace(",", "")))
         assert ratio is not None and ratio <= float(goal), (nodes, ratio)
 

@@ -80,12 +80,17 @@ def rank_lines(model: dict, host: str, rank: int, imex: str | None, driver: str)
     return out + [f"{NODE_LINE} {host} driver={driver}"]
 
 
+NO_CLUSTER = "00000000-0000-0000-0000-000000000000"  # nvmlGpuFabricInfo's cluster of a GPU in no NVLink domain
+
+
 def imex_problem(model: dict, hosts: list[str] | None) -> str | None:
     """This node's IMEX problem (imexdomain's kind), None when it has none or is in no IMEX domain."""
     import imexdomain
 
-    if imexdomain.addresses() is None and not imexdomain.daemon_running():
-        return None  # a node of no IMEX domain: mndiag refuses its SKU before any rank runs
+    clusters = {(g.get("fabric") or {}).get("cluster_uuid") for g in model.get("gpus") or ()}
+    in_domain = bool(clusters - {None, NO_CLUSTER})
+    if not in_domain:  # a node of no multi-node NVLink domain: mndiag refuses its SKU before any rank runs
+        return None
     found = imexdomain.mnnvl_problem(model, hosts)
     return found[0] if found else None
 

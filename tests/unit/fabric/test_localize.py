@@ -331,7 +331,8 @@ def test_plan_sizings_rounds_formula_matches_the_localizers_real_rounds_at_128_h
     rounds = []
     for seed in range(20):
         rng = random.Random(seed)
-        nodes = {h: rng.uniform(0.5, 0.8) for h in rng.sample(hosts, faults.count("node"))} if "node" in faults else {}
+        bad = int(faults.split()[0]) if "node" in faults else 0  # "1 node + 1 cable": 1, "2 nodes": 2
+        nodes = {h: rng.uniform(0.5, 0.8) for h in rng.sample(hosts, bad)}
         hcas = {(rng.choice(hosts), 0): 0.5} if faults == "1 HCA" else {}
         cables = {}
         if "cable" in faults:

@@ -164,3 +164,11 @@ def test_a_rank_whose_peer_daemon_stopped_reports_nccl_cuda_error(imex):
 def test_a_rank_without_channel0_reports_nccl_system_error(imex, tmp_path):
     (tmp_path / "channels/channel0").unlink()
     assert _errors(imex) == {mnubergemm.NO_CHANNEL}
+
+
+def test_a_tray_of_a_domain_with_no_imex_at_all_reports_imex_down(imex, tmp_path):
+    """A GB200 tray (its GPUs in an NVLink domain's cluster) where the IMEX role never ran: no nodes_config.cfg and no
+    daemon. mndiag supports its SKU, so its ranks run and fail on IMEX, never pass."""
+    (tmp_path / "imex.pid").unlink()
+    (tmp_path / "nodes_config.cfg").unlink()
+    assert _errors(imex) == {mnubergemm.IMEX_DOWN}
