@@ -9,6 +9,7 @@ cite their measurement; gpu_stress is derived from NVIDIA's FP32 peak, as its ro
 node checks a fault can touch.
 """
 import json
+import time
 import uuid
 
 import pytest
@@ -175,7 +176,11 @@ def test_gb200_imex_daemon_stopped_fails_that_tray_and_its_peer(gb200):
     finally:
         healed = provision("sim", "heal", "node02", "--inventory", str(inv))
         assert healed.returncode == 0, healed.stderr
-    assert node_file(inv, "node02", "/run/nvidia-imex/nvidia-imex.pid").is_file()
+    # systemctl start returns once the daemon is forked (a simple unit); it binds its port, then writes its pid file
+    pidfile, deadline = node_file(inv, "node02", "/run/nvidia-imex/nvidia-imex.pid"), time.monotonic() + 60
+    while not pidfile.is_file() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert pidfile.is_file()
     proc, rep = burnin(inv, "gb200-imex-up", "imex")
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert sorted(h for r in rep["results"] if r["check"] == "imex" and r["outcome"] == "pass" for h in r["hosts"]) \
