@@ -18,10 +18,10 @@ ROLE = ROOT / "roles" / "nvidia_imex"
 INVENTORY = {"all": {"children": {"gpu_nodes": {"hosts": {
     "tray01": {"ansible_host": "127.0.9.1", "provision_nvlink_domain": "nvl000"},
     "tray02": {"ansible_host": "127.0.9.2", "provision_nvlink_domain": "nvl000"},
-    "tray19": {"ansible_host": "10.0.1.1", "provision_nvlink_domain": "nvl001"},
-    "rackb1": {"ansible_host": "10.0.2.1", "provision_rack": "b"},
+    "tray19": {"ansible_host": "127.0.9.31", "provision_nvlink_domain": "nvl001"},
+    "rackb1": {"ansible_host": "127.0.9.32", "provision_rack": "b"},
     "rackb2": {"provision_rack": "b"},  # no ansible_host: the name is its address
-    "lonely": {"ansible_host": "10.0.3.1"},
+    "lonely": {"ansible_host": "127.0.9.33"},
 }}}}}
 
 PLAY = """
@@ -66,8 +66,8 @@ def test_node_list_is_every_tray_of_the_hosts_domain_and_a_host_without_one_stop
     assert proc.returncode == 2, proc.stdout[-3000:]  # "lonely" fails, the others go on
     assert (tmp_path / "tray01.cfg").read_text() == "127.0.9.1\n127.0.9.2\n"
     assert (tmp_path / "tray02.cfg").read_text() == "127.0.9.1\n127.0.9.2\n"
-    assert (tmp_path / "tray19.cfg").read_text() == "10.0.1.1\n"
-    assert (tmp_path / "rackb1.cfg").read_text() == "10.0.2.1\nrackb2\n"  # provision_rack as the fallback
+    assert (tmp_path / "tray19.cfg").read_text() == "127.0.9.31\n"
+    assert (tmp_path / "rackb1.cfg").read_text() == "127.0.9.32\nrackb2\n"  # provision_rack as the fallback
     assert not (tmp_path / "lonely.cfg").exists()
     assert ("lonely: an IMEX platform host with no NVLink domain: set the host var provision_nvlink_domain "
             "(or provision_rack)") in proc.stdout

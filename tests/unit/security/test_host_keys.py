@@ -11,7 +11,7 @@ from .conftest import PROFILE, one_error, provision
 
 
 def gpu_node(extra: str) -> str:
-    return f"all:\n  hosts:\n    gpu01:\n      ansible_host: 10.0.0.1\n      provision_profile: {PROFILE}\n{extra}"
+    return f"all:\n  hosts:\n    gpu01:\n      ansible_host: 127.0.9.1\n      provision_profile: {PROFILE}\n{extra}"
 
 
 @pytest.mark.parametrize("extra,field,why", [
