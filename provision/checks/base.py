@@ -196,6 +196,11 @@ class Check:
     timeout_s: float = 120.0
     metrics: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)
+    # Default reference rows (metric -> a row as a profile writes it: value, unit, lower, upper, params, source,
+    # estimate), for limits that hold on every platform the check applies to (ECC limits on every GPU with ECC). A
+    # profile lists only the rows its hardware changes; a site's inventory adds or overrides any
+    # (``provision.profiles``: check defaults < site_references.yaml < profile < inventory).
+    references: dict[str, dict] = field(default_factory=dict)
     role: Role | None = None
     sets: tuple[str, ...] = ()  # the named check sets it belongs to (``burnin --check-set quick``)
     # Run only when a set (``sets``) or ``--checks`` names it, never in a run of every check (dcgm_mndiag: an
