@@ -38,25 +38,34 @@ def members(name: str, registry: dict[str, Check]) -> list[str]:
     return [c for c, check in registry.items() if chosen and set(check.sets) & set(chosen.tagged)]
 
 
-def host_vars(name: str, variables: dict, profile_name: str, registry: dict[str, Check]) -> dict:
-    """A host's variables with set ``name``'s parameters and timeouts (``Check.set_params``) laid in: each
-    reference's ``params`` over the profile's row, unless the site's overrides give that row's ``params``
-    themselves (the site knows its hardware); each timeout as the set's, or the site's when larger."""
-    overrides = copy.deepcopy(variables.get(OVERRIDES) or {})
-    timeouts = dict(variables.get(TIMEOUTS) or {})
-    profile = None
+def set_rows(name: str, variables: dict, profile: profiles.Profile, registry: dict[str, Check]) -> dict:
+    """The reference overrides set ``name`` lays over ``profile`` (check -> metric -> {"params": ...}): each of its
+    test parameters (``Check.set_params``) over the profile's row's ``params``, unless the site's overrides in
+    ``variables`` give that row's ``params`` themselves (the site knows its hardware); {} for a set that tunes none."""
+    site = variables.get(OVERRIDES) or {}
+    rows: dict[str, dict] = {}
     for check in registry.values():
         tuned = check.set_params.get(name)
-        if tuned is None:
-            continue
-        for metric, params in tuned.params.items():
-            site_row = overrides.get(check.id, {}).get(metric, {})
-            profile = profile or profiles.load(profile_name)
+        for metric, params in (tuned.params if tuned else {}).items():
             row = profile.reference(check.id, metric)
-            if "params" in site_row or row is None:
+            if "params" in site.get(check.id, {}).get(metric, {}) or row is None:
                 continue
-            overrides.setdefault(check.id, {})[metric] = {**site_row, "params": {**row.params, **params}}
-        if tuned.timeout_s is not None:
+            rows.setdefault(check.id, {})[metric] = {"params": {**row.params, **params}}
+    return rows
+
+
+def host_vars(name: str, variables: dict, profile: profiles.Profile, registry: dict[str, Check]) -> dict:
+    """A host's variables with set ``name``'s parameters (``set_rows``) laid into its
+    ``provision_reference_overrides`` and its timeouts into ``provision_check_timeouts`` (each as the set's, or the
+    site's when larger), so that the run's report keeps what the host was judged by."""
+    overrides = copy.deepcopy(variables.get(OVERRIDES) or {})
+    for check_id, metrics in set_rows(name, variables, profile, registry).items():
+        for metric, row in metrics.items():
+            overrides.setdefault(check_id, {})[metric] = {**overrides.get(check_id, {}).get(metric, {}), **row}
+    timeouts = dict(variables.get(TIMEOUTS) or {})
+    for check in registry.values():
+        tuned = check.set_params.get(name)
+        if tuned is not None and tuned.timeout_s is not None:
             timeouts[check.id] = max(float(timeouts.get(check.id, 0)), tuned.timeout_s)
     return {**variables, **({OVERRIDES: overrides} if overrides else {}), **({TIMEOUTS: timeouts} if timeouts else {})}
 
@@ -64,7 +73,7 @@ def host_vars(name: str, variables: dict, profile_name: str, registry: dict[str,
 def time_per_node(name: str, registry: dict[str, Check], profile_name: str = REFERENCE_PROFILE) -> float:
     """Seconds set ``name`` keeps one node of ``profile_name`` (no site facts) busy with its node checks: each
     check's ``expected_s`` where it declares one, else each of its steps at its timeout (module docstring)."""
-    variables = host_vars(name, {}, profile_name, registry)
+    variables = host_vars(name, {}, profiles.load(profile_name), registry)
     # a check's steps read a host's name and address only: a stand-in, so that the checks need not import the
     # inventory (which sits above them: it validates check ids)
     host = types.SimpleNamespace(name="node", address="127.0.0.1", profile=profile_name, vars=variables)

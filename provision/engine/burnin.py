@@ -27,14 +27,15 @@ from typing import Callable, Sequence
 from provision import profiles
 from provision.checks import Check, registry
 from provision.checks.base import Step, gathered_steps, parse_outputs
-from provision.engine import cluster, readiness
+from provision.engine import cluster, placement, readiness
 from provision.engine.control import Control
 from provision.engine.jobs import Job, plan, target
 from provision.engine.scheduler import Scheduler
 from provision.engine.transport import CommandResult, Connection, Transport
-from provision.engine.verdict import not_applicable, verdict
+from provision.engine.verdict import verdict
 from provision.errors import CommandError, ParseError, ProfileError
-from provision.inventory import NVLINK_DOMAIN_VAR, Host
+from provision.inventory import Host
+from provision.targets import Target
 from provision.results.events import JobFinished, JobStarted, Planned
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
 from provision.results.store import RunDir
@@ -53,18 +54,26 @@ THREAD_STACK_BYTES = 1024 * 1024
 
 @dataclass
 class HostState:
-    """One host during a burn-in: its profile (or why it has none), its connection once opened."""
+    """One host during a burn-in: its target (``provision.targets``; replaced by the same target for its OS once
+    read), its record, why it cannot be reached (when it cannot), its connection once opened."""
 
-    host: Host
+    target: Target
     record: HostRecord
-    profile: profiles.Profile | None = None
     problem: str = ""
     conn: Connection | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
+    def host(self) -> Host:
+        return self.target.host
+
+    @property
     def name(self) -> str:
-        return self.host.name
+        return self.target.name
+
+    @property
+    def profile(self) -> profiles.Profile:
+        return self.target.profile
 
     @property
     def connected(self) -> Connection:
@@ -72,24 +81,30 @@ class HostState:
             raise CommandError(f"host {self.name}: not connected")
         return self.conn
 
-    @property
-    def judged_by(self) -> profiles.Profile:
-        if self.profile is None:
-            raise ProfileError(f"host {self.name}: no profile")
-        return self.profile
+
+
+@dataclass(frozen=True)
+class Sink:
+    """Where a burn-in's results and what it learns go: ``rundir`` keeps every raw output (and each node's
+    os-release), ``records`` are the run's HostRecords (their OS and kernel filled in as each node is reached),
+    ``control`` the live progress, the event listener and the stop requests, ``journal`` receives each result as
+    it ends (the run's journal and report)."""
+
+    rundir: RunDir
+    records: dict[str, HostRecord]
+    control: Control = field(default_factory=Control)
+    journal: Callable[[CheckResult], None] | None = None
 
 
 class Burnin:
-    """One burn-in of ``hosts`` into ``rundir``; ``records`` are the run's HostRecords (their
-    OS fields are filled in here); ``control`` carries stop requests and the watchdog; ``forks`` is
-    the most jobs run at once (None: as many as there are hosts, so every node-scope job at once)."""
+    """One burn-in of ``targets`` into ``sink``; ``forks`` is the most jobs run at once (None: as many as there are
+    hosts, so every node-scope job at once)."""
 
-    def __init__(self, hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
-                 control: Control, forks: int | None = None):
-        self.rundir, self.transport, self.control = rundir, transport, control
-        self.workers = max(1, len(hosts)) if forks is None else forks
+    def __init__(self, targets: Sequence[Target], sink: Sink, transport: Transport, forks: int | None = None):
+        self.rundir, self.transport, self.control = sink.rundir, transport, sink.control
+        self.workers = max(1, len(targets)) if forks is None else forks
         self.connecting = threading.BoundedSemaphore(CONNECTS_AT_ONCE)
-        self.states = {h.name: HostState(h, records[h.name]) for h in hosts}
+        self.states = {t.name: HostState(t, sink.records[t.name]) for t in targets}
         self.cluster: dict | None = None
         self.on_result: Callable[[CheckResult], None] | None = None
         self.say_lock = threading.Lock()
@@ -98,11 +113,6 @@ class Burnin:
         self.kept: set[str] = set()
         self.outputs: dict[tuple[str, str], tuple[list[Step], dict[str, str], list[RawOutput]]] = {}
         self.outputs_lock = threading.Lock()
-        for state in self.states.values():
-            try:
-                state.profile = profiles.for_host(str(state.host.profile), state.host.vars, state.name)
-            except ProfileError as exc:
-                state.problem = str(exc)
 
     def run(self, checks: list[Check], record: Callable[[CheckResult], None] | None = None,
             scope: str = "all", schedule_name: str = "quick") -> list[CheckResult]:
@@ -115,8 +125,8 @@ class Burnin:
         # A check that gathers a node check's outputs runs where its source runs: with the node checks.
         static = [c for c in checks if c.role is None
                   and (scope == "all" or (c.scope is Scope.NODE or bool(c.gathers)) == (scope == "node"))]
-        jobs = plan(static, {name: str(s.host.profile) for name, s in self.states.items()},
-                    {name: s.host.nvlink_domain for name, s in self.states.items()})
+        jobs = plan(static, {name: s.profile.name for name, s in self.states.items()},
+                    {name: s.target.nvlink_domain for name, s in self.states.items()})
         self.control.emit(Planned(dict(Counter(j.check.id for j in jobs))))
         done = threading.Event()
         self.control.watch(done)
@@ -193,12 +203,12 @@ class Burnin:
         early = self._not_run_here(job, check, states)
         if early is not None:
             return early
-        profile = states[0].judged_by
+        profile = states[0].profile
         job_target = target(check, tuple(s.host for s in states))
         steps, problem = self._steps(check, states[0], profile, job_target)
         if problem:
             return self._error(job, problem)
-        timeout_s = float((states[0].host.vars.get("provision_check_timeouts") or {}).get(check.id, check.timeout_s))
+        timeout_s = states[0].target.timeout_s(check)
         raw: list[RawOutput] = []
         try:
             texts, failures = self._run_steps(job, states, steps, timeout_s, raw)
@@ -213,29 +223,14 @@ class Burnin:
         return out
 
     def _not_run_here(self, job: Job, check: Check, states: list[HostState]) -> CheckResult | None:
-        """The result of a job that cannot run on its hosts (a host without a profile or connection, a platform the
-        check does not apply to, an NVLink domain missing or of one tray), after connecting; None when it can run."""
+        """The result of a job that cannot run on its hosts: one already unreachable, the placement stage's refusal
+        (``provision.engine.placement``), or a connection that cannot be opened; None when it can run."""
         problems = [s.problem for s in states if s.problem]
         if problems:
             return self._error(job, "; ".join(problems))
-        profile = states[0].judged_by
-        if check.scope is Scope.PAIR and len(states) != 2:
-            return CheckResult(check.id, job.hosts, Outcome.SKIPPED, "a pair check needs two hosts", scope=check.scope)
-        if any(s.profile is None for s in states):
-            return CheckResult(check.id, job.hosts, Outcome.SKIPPED, f"not applicable to profile {profile.name}",
-                               scope=check.scope)
-        skipped = next((r for s in states if (r := not_applicable(check, job.hosts, check.scope, s.judged_by))), None)
-        if skipped is not None:  # not a pass and not a failure: the platform lacks what the check needs, said so
-            return skipped
-        undomained = [s.name for s in states if check.per_nvlink_domain and s.host.nvlink_domain is None]
-        if undomained:  # never guessed: a test over the wrong trays would pass or fail the wrong domain
-            return self._error(job, f"{', '.join(undomained)}: no NVLink domain in the inventory (set "
-                                    f"{NVLINK_DOMAIN_VAR} to the rack's domain name; the trays whose GPUs share a "
-                                    "fabric clusterUuid in nvidia-smi -q are one domain)")
-        if check.per_nvlink_domain and len(states) < 2:  # a coverage gap, not a fault of the tray
-            return CheckResult(check.id, job.hosts, Outcome.UNTESTED, f"untested: NVLink domain "
-                               f"{states[0].host.nvlink_domain} has one tray in this run (or shard); a multi-node "
-                               "NVLink test needs two", scope=check.scope)
+        refused = placement.refusal(check, job.hosts, [s.target for s in states])
+        if refused is not None:
+            return refused
         unreachable = [p for p in (self._connect(s) for s in states) if p]
         return self._error(job, "; ".join(unreachable)) if unreachable else None
 
@@ -270,16 +265,10 @@ class Burnin:
         """A ``gathers`` check's verdict over the outputs its source check gave on the job's hosts in this run (kept
         where that check was judged: passed or failed); a host that gave none (unreachable, its check errored) is left
         out: its judge sees it among the job's hosts with no outputs, and says so."""
-        profile = next((s.profile for s in states if s.profile is not None), None)
-        if profile is None:
-            return self._error(job, "; ".join(s.problem for s in states if s.problem) or "no host has a profile")
-        skipped = not_applicable(check, job.hosts, check.scope, profile)
-        if skipped is not None:
-            return skipped
-        undomained = [s.name for s in states if check.per_nvlink_domain and s.host.nvlink_domain is None]
-        if undomained:  # never guessed: the trays compared must be one domain's
-            return self._error(job, f"{', '.join(undomained)}: no NVLink domain in the inventory (set "
-                                    f"{NVLINK_DOMAIN_VAR} to the rack's domain name)")
+        profile = states[0].profile
+        refused = placement.gathered_refusal(check, job.hosts, [s.target for s in states])
+        if refused is not None:
+            return refused
         job_target = target(check, tuple(s.host for s in states))
         source = registry()[check.gathers]
         texts: dict[str, str] = {}
@@ -325,7 +314,7 @@ class Burnin:
         self.rundir.write(self.rundir.os_release(state.name), result.stdout)
         state.record.os_release = parse_os_release(result.stdout)
         state.record.os_target = profiles.target_of(state.record.os_release)
-        state.profile = state.judged_by.for_target(state.record.os_target)
+        state.target = state.target.with_os(state.record.os_release)
 
     def _run_steps(self, job: Job, states: list[HostState], steps: list[Step], timeout_s: float,
                    raw: list[RawOutput]) -> tuple[dict[str, str], list[str]]:
@@ -453,15 +442,13 @@ class BurninOutcome:
     cluster: dict | None = None
 
 
-def run(hosts: list[Host], records: dict[str, HostRecord], rundir: RunDir, transport: Transport,
-        request: BurninRequest = BurninRequest(), control: Control | None = None,
-        record: Callable[[CheckResult], None] | None = None) -> BurninOutcome:
-    """Burn in ``hosts`` as ``request`` asks; ``control`` carries the run's stop rules, progress and event listener;
-    ``record`` receives each result as it ends (the journal)."""
+def run(targets: Sequence[Target], request: BurninRequest, transport: Transport, sink: Sink) -> BurninOutcome:
+    """Burn in ``targets`` (``provision.targets``: each host's profile, timeouts and set, resolved once) as
+    ``request`` asks, over ``transport``; results, raw outputs, progress and events go to ``sink``."""
     registered = list(registry().values())
     only = request.checks
     checks = with_inputs(cluster.completed([c for c in registered if (c.id in only if only else not c.optional)],
                                            registered), registered)
-    engine = Burnin(hosts, records, rundir, transport, control or Control(), request.forks)
-    results = engine.run(checks, record, request.scope, request.schedule)
+    engine = Burnin(targets, sink, transport, request.forks)
+    results = engine.run(checks, sink.journal, request.scope, request.schedule)
     return BurninOutcome(results, dict(engine.cluster) if engine.cluster is not None else None)

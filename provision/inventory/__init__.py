@@ -13,7 +13,7 @@ merged as Ansible merges it and named in ``warnings`` (``_ansible.py``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,9 @@ class Inventory:
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
     session: Any = field(default=None, repr=False, compare=False, hash=False)
+    # GPU node name -> the view of its profile its validation built (``fields.build``: the profile with the host's
+    # overrides and site facts), handed to the run's targets (``provision.targets``) so that no one builds it again.
+    views: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     def host(self, name: str) -> Host:
         return next(h for h in self.hosts if h.name == name)
@@ -83,14 +86,18 @@ def read(sources: Path | Sequence[Path], vault: Vault = Vault(), limit: list[str
         raise InventoryError(f"{label}: --limit names hosts not in the inventory: {', '.join(unknown)}")
     if not selected:
         raise InventoryError(f"{label}: inventory has no hosts")
-    hosts, problems = [], []
+    hosts, problems, views = [], [], {}
     for ansible_host in selected:
         try:
-            hosts.append(fields.build(session, ansible_host))
+            host, view = fields.build(session, ansible_host)
         except Problem as problem:
             problems.append(problem)
+            continue
+        hosts.append(host)
+        if view is not None:
+            views[host.name] = view
     return Inventory(path=sources[0], hosts=tuple(hosts), sources=sources, vault=vault,
-                     problems=_merge(problems), warnings=tuple(session.warnings()), session=session)
+                     problems=_merge(problems), warnings=tuple(session.warnings()), session=session, views=views)
 
 
 def load(sources: Path | Sequence[Path], vault: Vault = Vault(), limit: list[str] | None = None) -> Inventory:

@@ -26,6 +26,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from provision import checks, profiles
 from provision.errors import ProfileError
+from provision.profiles import Profile
 from provision.inventory import sshargs
 from provision.inventory.model import NVLINK_DOMAIN_VAR, Host, Problem
 from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
@@ -90,8 +91,9 @@ class Fields:
         return Problem(origin(self.vars.get(name)) or self.vars.get("inventory_file") or "?", self.name, name, text)
 
 
-def build(session: Session, ansible_host) -> Host:
-    """The Host for one of Ansible's hosts. Raises Problem."""
+def build(session: Session, ansible_host) -> tuple[Host, Profile | None]:
+    """The Host for one of Ansible's hosts, and the view of its profile that validated it (``profiles.for_host``:
+    overrides merged, site facts; None for a host that is not a GPU node). Raises Problem."""
     name = ansible_host.name
     _check_names(ansible_host)
     f = Fields(session, ansible_host)
@@ -104,8 +106,9 @@ def build(session: Session, ansible_host) -> Host:
     profile = _profile(f)
     host_vars = {k: v for k, v in f.vars.items() if k not in INTERNAL_VARS}
     host_vars.update({k: f.get((k,))[1] for k in TEMPLATED if k in f.vars})
+    view = None
     if profile is not None:
-        _check_profile(f, profile, host_vars)
+        view = _check_profile(f, profile, host_vars)
         _check_timeouts(f, host_vars.get("provision_check_timeouts"))
         _check_nvlink_domain(f, host_vars)
         _check_host_keys(f)
@@ -113,7 +116,7 @@ def build(session: Session, ansible_host) -> Host:
     groups = tuple(sorted(g.name for g in ansible_host.get_groups() if g.name != "all"))
     return Host(name=name, address=address, port=int(port), user=str(f.get(USER, "root")[1]),
                 key_file=f.get(KEY_FILE)[1], known_hosts_file=f.get(("provision_known_hosts_file",))[1],
-                profile=profile, groups=groups, ssh_options=_ssh_options(f) if profile else (), vars=host_vars)
+                profile=profile, groups=groups, ssh_options=_ssh_options(f) if profile else (), vars=host_vars), view
 
 
 def _ssh_options(f: Fields) -> tuple[str, ...]:
@@ -163,12 +166,12 @@ def _profile(f: Fields) -> str | None:
     return str(name)
 
 
-def _check_profile(f: Fields, profile: str, host_vars: dict) -> None:
+def _check_profile(f: Fields, profile: str, host_vars: dict) -> Profile:
     """The host's view of its profile (``profiles.for_host``: overrides merged and the result
     validated, site facts against site.schema.json), built once per distinct overrides and site
     facts; an error names the file and line of the field it comes from."""
     try:
-        profiles.for_host(profile, host_vars, f.name)
+        return profiles.for_host(profile, host_vars, f.name)
     except ProfileError as exc:
         text = str(exc).removeprefix(f"host {f.name}: ")
         if text.startswith("provision_reference_overrides"):

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from provision import inventory as inv
 from provision import profiles
-from provision.errors import ProfileError
 from provision.inventory import Problem
 from provision.plan import ERROR, UNKNOWN, WARNING, Finding, hardware, manifest
 from provision.plan.proposal import Proposal, nearest
@@ -72,7 +71,7 @@ def plan(inventory: inv.Inventory, vault: inv.Vault = inv.Vault(), limit: list[s
     for s, hosts in grouped.items():
         findings = check(s)
         result.stacks.append(StackPlan(s, hosts, findings, _proposal(s, findings)))
-    result.hardware = _hardware(inventory, result.problems)
+    result.hardware = _hardware(inventory)
     result.inventory = _outranked(inventory, per_host)
     return result
 
@@ -88,18 +87,13 @@ def _proposal(s: Stack, findings: list[Finding]) -> Proposal | None:
     return None
 
 
-def _hardware(inventory: inv.Inventory, problems: list[Problem]) -> list[HardwarePlan]:
+def _hardware(inventory: inv.Inventory) -> list[HardwarePlan]:
     grouped: dict[str, tuple[list[str], profiles.Profile, dict]] = {}
     for host in inventory.gpu_hosts:
         site = {k: host.vars.get(k) for k in ("provision_storage", "provision_plan") if host.vars.get(k) is not None}
         key = json.dumps([host.profile, site], sort_keys=True, default=str)
         if key not in grouped:
-            try:
-                profile = profiles.load(str(host.profile)).with_site(host.vars, f"host {host.name}")
-            except ProfileError as exc:
-                problems.append(Problem(str(inventory.path), host.name, None, str(exc)))
-                continue
-            grouped[key] = ([], profile, site)
+            grouped[key] = ([], inventory.views[host.name], site)  # as the inventory's validation built it
         grouped[key][0].append(host.name)
     return [HardwarePlan(str(profile.name), hosts, hardware.balance(profile, site))
             for hosts, profile, site in grouped.values()]

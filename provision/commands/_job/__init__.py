@@ -24,16 +24,18 @@ from provision.report import summary
 from provision.results.model import JUDGED_VARS, HostRecord, Run
 from provision.results.store import RunDir, RunStore
 from provision.slurm import drain as slurm_drain
+from provision.targets import Target
 
 __all__ = ["JobOptions", "RunContext", "run"]
 
 
 @dataclass
 class Chosen:
-    """What the select phase chose: the GPU nodes, the checks and the scope they run."""
+    """What the select phase chose: the GPU nodes' targets (``provision.targets``: each resolved once), the checks
+    and the scope they run."""
 
     label: str
-    hosts: list
+    targets: list[Target]
     inventory: inv.Inventory | None  # None for ``burnin --local``
     checks: list[str] | None
     scope: str
@@ -67,18 +69,18 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
     another run holds after ``wait`` seconds. While it runs, the console shows a line per check and per
     role (``provision.report.progress``), a line per host and job with ``verbose``."""
     chosen = _select(options, progress)
-    if not chosen.hosts:  # only a shard can be empty: more shards than nodes (or racks) is a valid split
+    if not chosen.targets:  # only a shard can be empty: more shards than nodes (or racks) is a valid split
         progress(f"shard {options.shard}: no GPU node of {chosen.label} falls in this shard; nothing to run, "
                  "no run made")
         return ExitStatus.OK
     ctx = _begin(options, chosen, progress)
     with stopping_on_signals(ctx.control), ctx.console:
         try:
-            hosts = _install(ctx)
-            if "burnin" in options.phases and hosts and not ctx.control.stop.is_set():
+            installed = _install(ctx)
+            if "burnin" in options.phases and installed and not ctx.control.stop.is_set():
                 schedule = select.schedule(options.check_set, options.schedule)
                 request = BurninRequest(tuple(chosen.checks or ()) or None, chosen.scope, schedule, options.forks)
-                burnin.burnin(hosts, ctx.rundir, ctx.run, request, ctx.control, options.local, ctx.held)
+                burnin.burnin(installed, ctx.rundir, ctx.run, request, ctx.control, options.local, ctx.held)
         finally:
             ctx.held.release()
             ctx.run.finished = now()
@@ -101,12 +103,15 @@ def _select(options: JobOptions, progress) -> Chosen:
         progress(f"retry: {len(limit)} hosts whose install did not end ok in {options.retry_failed}: "
                  f"{', '.join(limit)}")
     checks = list(options.checks) if options.checks is not None else None
+    inventory = None
     if options.local:
-        label, hosts, checks, scope = select.local(options, checks, limit, progress)
-        return Chosen(label, hosts, None, checks, scope)
-    inventory = select.gpu_inventory(options.inventory, limit, options.vault, progress)
-    hosts = select.selected(inventory, options, limit, progress)
-    return Chosen(inventory.label, hosts, inventory, checks, options.scope)
+        label, chosen, checks, scope = select.local(options, checks, limit, progress)
+    else:
+        inventory = select.gpu_inventory(options.inventory, limit, options.vault, progress)
+        label, chosen, scope = inventory.label, select.selected(inventory, options, limit, progress), options.scope
+    if options.check_set is not None and chosen:
+        checks = select.check_set(options.check_set, chosen, checks)
+    return Chosen(label, chosen, inventory, checks, scope)
 
 
 def _breaker(options: JobOptions):
@@ -117,31 +122,30 @@ def _breaker(options: JobOptions):
 
 def _begin(options: JobOptions, chosen: Chosen, progress) -> RunContext:
     """The run's folder and record, its hosts taken (``burnin.take_hosts``), its console."""
-    slurm_nodes = slurm_drain.node_names(chosen.hosts) if options.drain == "slurm" else {}  # before any node
-    if options.check_set is not None:
-        chosen.checks = select.check_set(options.check_set, chosen.hosts, chosen.checks)
-        chosen.hosts = select.set_hosts(options.check_set, chosen.hosts)  # the set's durations and timeouts
+    hosts = [t.host for t in chosen.targets]  # with the set's durations and timeouts in their variables
+    slurm_nodes = slurm_drain.node_names(hosts) if options.drain == "slurm" else {}  # before any node
     rundir = RunStore(paths.RUNS).create(options.run_id, warn=progress)
-    held = burnin.take_hosts(chosen.hosts, options.phases, rundir, options.local, options.wait, progress)
+    held = burnin.take_hosts(hosts, options.phases, rundir, options.local, options.wait, progress)
     record = Run(run_id=rundir.name, inventory=chosen.label, phases=list(options.phases), started=now(),
                  hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
-                        for h in chosen.hosts})
-    progress(f"run {rundir.name}: {len(chosen.hosts)} GPU nodes from {chosen.label}, phases "
+                        for h in hosts})
+    progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {chosen.label}, phases "
              f"{', '.join(options.phases)}")
     console = progress_view.Progress(progress, verbose=options.verbose, live=options.live)
     return RunContext(options, chosen, progress, slurm_nodes, rundir, record, held, console,
                       Control(console.line, events=console.event))
 
 
-def _install(ctx: RunContext) -> list:
-    """The install phase; the hosts that go on to the burn-in (those that installed cleanly)."""
+def _install(ctx: RunContext) -> list[Target]:
+    """The install phase; the targets that go on to the burn-in (those whose host installed cleanly)."""
     if "install" not in ctx.options.phases:
-        return ctx.chosen.hosts
+        return ctx.chosen.targets
     assert ctx.chosen.inventory is not None  # --local is refused an install (select.local)
-    hosts = install.install(ctx.chosen.inventory, ctx.chosen.hosts, ctx.rundir, ctx.run, ctx.options.tags,
-                            ctx.control, ctx.options.forks)
+    hosts = install.install(ctx.chosen.inventory, [t.host for t in ctx.chosen.targets], ctx.rundir, ctx.run,
+                            ctx.options.tags, ctx.control, ctx.options.forks)
     ctx.rundir.save(ctx.run)
-    return hosts
+    installed = {h.name for h in hosts}
+    return [t for t in ctx.chosen.targets if t.name in installed]
 
 
 def _remember(ctx: RunContext) -> None:

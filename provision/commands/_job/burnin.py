@@ -46,12 +46,12 @@ def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, p
     return held
 
 
-def burnin(hosts, rundir: RunDir, run: Run, request: burnin_engine.BurninRequest, control: Control,
+def burnin(targets, rundir: RunDir, run: Run, request: burnin_engine.BurninRequest, control: Control,
            local: bool = False, held: hostlock.Held | None = None) -> None:
-    """Burn in ``hosts`` as ``request`` asks (over SSH, or as local processes with ``local``); each result is
-    journaled as it ends, and report.json refreshed."""
+    """Burn in ``targets`` (``provision.targets``) as ``request`` asks (over SSH, or as local processes with
+    ``local``); each result is journaled as it ends, and report.json refreshed."""
     started, saved = time.monotonic(), [0.0, 0.0]  # when report.json was last saved, how long that took
-    control.progress(f"burnin: {len(hosts)} hosts")
+    control.progress(f"burnin: {len(targets)} hosts")
 
     said: set[str] = set()
 
@@ -74,7 +74,7 @@ def burnin(hosts, rundir: RunDir, run: Run, request: burnin_engine.BurninRequest
     run.results = []
     keeping(lambda: rundir.begin(run))  # the journal alone can rebuild the run (RunDir.load)
     transport = hostlock.Reusing(LocalTransport() if local else SshTransport(), held or hostlock.Held())
-    outcome = burnin_engine.run(hosts, run.hosts, rundir, transport, request, control, record)
+    outcome = burnin_engine.run(targets, request, transport, burnin_engine.Sink(rundir, run.hosts, control, record))
     run.results = outcome.results
     run.cluster = outcome.cluster or None
     run.burnin_wall_s = round(time.monotonic() - started, 1)

@@ -2,11 +2,9 @@
 the plan gate before an install, the checks chosen. Nothing here touches a node."""
 from __future__ import annotations
 
-import dataclasses
-
-from provision import checks, embedded, paths, profiles
+from provision import checks, embedded, paths, targets
 from provision import inventory as inv
-from provision.checks import references, sets
+from provision.checks import sets
 from provision.commands._job.options import JobOptions
 from provision.errors import ProfileError, ProvisionError
 from provision.results.model import Scope
@@ -68,16 +66,6 @@ def gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inve
     if not inventory.gpu_hosts:
         raise ProvisionError(f"{inventory.label}: no GPU node to run on: no host{' in --limit' if limit else ''} "
                              "has provision_profile (see `provision inventory`)")
-    checked: dict[int, profiles.Profile] = {}  # hosts of one profile and the same overrides share a view: once
-    for host in inventory.gpu_hosts:  # a bad profile or site variable stops the run before any node is touched
-        profile = profiles.for_host(str(host.profile), host.vars, host.name)
-        if id(profile) in checked:
-            continue
-        try:
-            references.validate(profile)
-        except ProfileError as exc:
-            raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
-        checked[id(profile)] = profile  # kept, so that no other view can take its id
     for warning in inventory.warnings:
         progress(f"provision: warning: {warning}")
     if others:
@@ -86,8 +74,9 @@ def gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inve
     return inventory
 
 
-def selected(inventory: inv.Inventory, options: JobOptions, limit, progress) -> list:
-    """The GPU nodes the job runs on (its shard, when given), after the plan gate when it installs."""
+def selected(inventory: inv.Inventory, options: JobOptions, limit, progress) -> list[targets.Target]:
+    """The targets of the GPU nodes the job runs on (its shard, when given; ``provision.targets``: each host's
+    profile, timeouts and check set resolved once), after the plan gate when it installs."""
     phases, shard, shard_by = options.phases, options.shard, options.shard_by
     vault, force = options.vault, options.force
     hosts = list(inventory.gpu_hosts)
@@ -96,9 +85,10 @@ def selected(inventory: inv.Inventory, options: JobOptions, limit, progress) -> 
     if shard is not None:
         hosts = _shard(hosts, shard, shard_by or "hash", progress)
         limit = [h.name for h in hosts]
+    chosen = targets.build(hosts, options.check_set, inventory.views)
     if "install" in phases and hosts:
         plan_gate(inventory, vault, limit, force, progress)
-    return hosts
+    return chosen
 
 
 def _shard(hosts: list, shard: str, by: str, progress) -> list:
@@ -130,8 +120,9 @@ def plan_gate(inventory: inv.Inventory, vault: inv.Vault, limit, force: bool, pr
         progress(f"plan: {len(errors)} errors, installing anyway (--force)")
 
 
-def local(options: JobOptions, only_checks, limit, progress) -> tuple[str, list, list[str] | None, str]:
-    """``burnin --local``: (label, [this machine's Host], checks, scope). Node-scope checks only: a pair or
+def local(options: JobOptions, only_checks, limit, progress) -> tuple[str, list[targets.Target], list[str] | None,
+                                                                      str]:
+    """``burnin --local``: (label, [this machine's target], checks, scope). Node-scope checks only: a pair or
     cluster check needs several nodes, so one named in ``--checks`` (or ``--scope cluster``) is refused,
     and ``provision merge`` of the nodes' runs holds node results only. No history by default: every
     node would write one SQLite file at once, on a shared file system (give ``--history`` to have it).
@@ -154,18 +145,15 @@ def local(options: JobOptions, only_checks, limit, progress) -> tuple[str, list,
                              "run them from a controller over SSH")
     sources = inv.resolve_all(inventory_args) if inventory_args else ()
     label, host = local_host.this_host(host_name, profile, sources, vault)
-    try:
-        references.validate(profiles.for_host(str(host.profile), host.vars, host.name))
-    except ProfileError as exc:
-        raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
+    chosen = targets.build([host], options.check_set)
     progress(f"burnin --local: {host.name} from {label}; node checks only (pair and cluster checks need a "
              "controller: SSH)")
-    return label, [host], only_checks, "node"
+    return label, chosen, only_checks, "node"
 
 
-def check_set(name: str, hosts: list, only_checks) -> list[str]:
+def check_set(name: str, chosen: list[targets.Target], only_checks) -> list[str]:
     """The checks set ``name`` runs (``provision.checks.sets``: those tagged with its tags, ``Check.sets``) less
-    those every one of ``hosts``' profiles excludes (``exclude_checks``; their union, in run order). Raises
+    those every one of the ``chosen`` targets' profiles excludes (``exclude_checks``; their union, in run order). Raises
     ProvisionError with --checks given too, for a set no check has, or naming the profile file of an exclusion
     of an unknown check."""
     if only_checks is not None:
@@ -176,23 +164,13 @@ def check_set(name: str, hosts: list, only_checks) -> list[str]:
         raise ProfileError(f"--check-set {name}: no such check set (known: {', '.join(known) or 'none'})")
     members = sets.members(name, registry)
     wanted: set[str] = set()
-    for profile_name in dict.fromkeys(str(host.profile) for host in hosts):
-        profile = profiles.load(profile_name)
+    for profile in {t.profile.path: t.profile for t in chosen}.values():
         unknown = sorted(set(profile.exclude_checks) - set(registry))
         if unknown:
             raise ProfileError(f"{profile.path}: exclude_checks: unknown check {', '.join(unknown)} "
                                f"(known: {', '.join(registry)})")
         wanted |= {c for c in members if c not in profile.exclude_checks}
     return [c for c in registry if c in wanted]
-
-
-def set_hosts(name: str | None, hosts: list) -> list:
-    """``hosts`` as set ``name`` runs them: each with the set's test parameters and timeouts in its variables
-    (``provision.checks.sets.host_vars``), so the report keeps them; ``hosts`` themselves without a set."""
-    if name is None:
-        return hosts
-    registry = checks.registry()
-    return [dataclasses.replace(h, vars=sets.host_vars(name, h.vars, str(h.profile), registry)) for h in hosts]
 
 
 def schedule(name: str | None, given: str | None) -> str:

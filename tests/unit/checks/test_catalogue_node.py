@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision import paths, profiles
+from provision import paths, profiles, targets
 from provision.checks import Outcome, gpu_stress, stack, storage
 from provision.engine import burnin
 from provision.engine.control import Control
@@ -73,9 +73,9 @@ def test_gpu_burn_faulty_with_exit_0_fails_through_the_engine(tmp_path):
 
     node = Host("node07", "127.0.9.7", 22, "root", None, None, "h100-sxm5-80g-ndr")
     rundir = RunStore(tmp_path / "runs").create("faulty")
-    [result] = burnin.run([node], {node.name: HostRecord(node.profile)}, rundir, Transport(),
-                          burnin.BurninRequest(["gpu_stress"]),
-                          control=Control(progress=lambda line: None)).results
+    [result] = burnin.run(targets.build([node]), burnin.BurninRequest(["gpu_stress"]), Transport(),
+                          burnin.Sink(rundir, {node.name: HostRecord(node.profile)},
+                                      Control(progress=lambda line: None))).results
     assert result.outcome == Outcome.FAIL, result.message
     assert "GPU2" in result.message and "GPU_BURN_FAULTY" in result.message
     assert (rundir.path / "raw/node07/gpu_stress.gpu_burn.txt").read_text().startswith(texts["gpu_burn"])

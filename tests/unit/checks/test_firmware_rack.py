@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from provision import profiles
+from provision import profiles, targets
 from provision.engine import burnin
 from provision.engine.control import Control
 from provision.engine.transport import CommandResult
@@ -91,8 +91,8 @@ def test_64_nodes_one_odd_gpu_and_one_odd_hca_are_exactly_the_two_named(tmp_path
     hosts = [Host(n, "127.0.0.1", 22, "root", None, None, PROFILE) for n in names]
     rundir = RunStore(tmp_path / "runs").create("rack")
     run = Run(run_id="rack", phases=["burnin"], hosts={h.name: HostRecord(PROFILE) for h in hosts})
-    run.results = burnin.run(hosts, run.hosts, rundir, SimTransport(folders), burnin.BurninRequest(["firmware_fleet"]),
-                             control=Control(progress=lambda _: None)).results
+    run.results = burnin.run(targets.build(hosts), burnin.BurninRequest(["firmware_fleet"]), SimTransport(folders),
+                             burnin.Sink(rundir, run.hosts, Control(progress=lambda _: None))).results
     run.finished = "now"
     rundir.save(run)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from provision import checks, profiles
+from provision import checks, profiles, targets
 from provision.checks import plausible
 from provision.checks.base import Check
 from provision.profiles import install_facts
@@ -123,8 +123,9 @@ def test_a_c2c_gpu_runs_no_pcie_gpu_step_and_its_h2d_is_not_bounded_by_pcie():
     # PCIe Gen5 x16 ceiling (63 GB/s) is no bound there; on a PCIe-hosted B200 it is.
     ref = Reference(value=300.0, lower=-0.1, upper=None, unit="GB/s", source="test")
     h2d = Finding(device="GPU0", metric="h2d_GBps", value=400.0, ok=True, unit="GB/s", reference=ref)
-    assert plausible.ceiling("nvbandwidth", h2d, PROFILES["b200-hgx"])[0] < 64  # type: ignore[index]
-    assert plausible.beyond("nvbandwidth", [h2d], PROFILES["gb200-nvl72"]) == []
+    nvbandwidth = checks.registry()["nvbandwidth"]
+    assert plausible.ceiling(nvbandwidth, h2d, PROFILES["b200-hgx"])[0] < 64  # type: ignore[index]
+    assert plausible.beyond(nvbandwidth, [h2d], PROFILES["gb200-nvl72"]) == []
 
 
 DOMAIN_CHECK = '''
@@ -159,9 +160,9 @@ def test_the_burnin_skips_a_check_where_its_platform_is_not_and_runs_it_where_it
                                                                          ("n2", "gb200-nvl72"))]
     rundir = RunStore(tmp_path / "runs").create("platforms")
     run = Run(run_id="platforms", phases=["burnin"], hosts={h.name: HostRecord(h.profile) for h in hosts})
-    results = {r.host: r for r in burnin.run(hosts, run.hosts, rundir, LocalTransport(),
-                                                      burnin.BurninRequest(["site_domain"]),
-                                             control=Control(progress=lambda line: None)).results}
+    results = {r.host: r for r in burnin.run(targets.build(hosts), burnin.BurninRequest(["site_domain"]),
+                                                      LocalTransport(), burnin.Sink(rundir, run.hosts, Control(
+                                                          progress=lambda line: None))).results}
     assert results["n1"].outcome is Outcome.SKIPPED and results["n1"].message.startswith(
         "not applicable to profile h100-sxm5-80g-ndr: needs nvlink_domain: a multi-node NVLink domain")
     assert results["n2"].outcome is Outcome.PASS, results["n2"].message

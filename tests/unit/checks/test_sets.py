@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 import pytest
 
-from provision import checks, profiles
+from provision import checks, profiles, targets
 from provision.checks import gpu_stress, references, sets
 from provision.checks.base import SETS, Check, Scope
 from provision.commands._job import select
@@ -16,6 +16,15 @@ H100 = "h100-sxm5-80g-ndr"
 
 def host(name="n1", profile=H100, **hostvars):
     return Host(name, "127.0.0.1", 22, "root", None, None, profile, vars=hostvars)
+
+
+def in_set(name, *hosts):
+    """The hosts' targets in set ``name``, each checked against what a re-evaluation builds again from the variables
+    the report keeps: the same profile."""
+    built = targets.build(list(hosts), name)
+    for target in built:
+        assert target.profile.data == profiles.for_host(str(target.host.profile), target.host.vars, target.name).data
+    return built
 
 
 def test_readme_sets_table_is_the_computed_one():
@@ -45,11 +54,11 @@ def test_time_per_node_is_the_checks_durations_and_timeouts():
 def test_the_sets_are_chosen_by_name():
     registry = checks.registry()
     assert [s.name for s in SETS] == ["quick", "deep", "acceptance"]
-    assert select.check_set("acceptance", [host()], None) == list(registry)  # a new node: every check
+    assert select.check_set("acceptance", in_set("acceptance", host()), None) == list(registry)  # a new node: all
     every = [c for c, check in registry.items() if not check.optional]  # a run of every check
-    assert select.check_set("deep", [host()], None) == every  # kept: every check, short durations
+    assert select.check_set("deep", in_set("deep", host()), None) == every  # kept: every check, short durations
     assert "dcgm_mndiag" not in every  # optional: an hour of multi-node stress, only where a set names it
-    quick = select.check_set("quick", [host()], None)
+    quick = select.check_set("quick", in_set("quick", host()), None)
     # no stress: node checks of no set duration, and group checks that run no tool (firmware_fleet compares outputs)
     assert all((registry[c].scope is Scope.NODE or registry[c].gathers) and not registry[c].expected_s for c in quick)
     assert select.schedule("acceptance", None) == "full" and select.schedule("acceptance", "quick") == "quick"
@@ -57,30 +66,33 @@ def test_the_sets_are_chosen_by_name():
 
 
 def test_acceptance_runs_gpu_burn_30_minutes_and_dcgm_level_3_with_the_timeout_it_needs():
-    [node] = select.set_hosts("acceptance", [host()])
+    [target] = in_set("acceptance", host())
+    node, profile = target.host, target.profile
     assert node.vars["provision_check_timeouts"] == {"gpu_stress": gpu_stress.ACCEPTANCE_TIMEOUT_S}
-    profile = profiles.for_host(H100, node.vars, node.name)
+    assert target.timeout_s(checks.registry()["gpu_stress"]) == gpu_stress.ACCEPTANCE_TIMEOUT_S
     burn, dcgm = gpu_stress.steps(profile, node)
     assert burn.argv == ["gpu_burn", "1800"] and dcgm.argv == ["dcgmi", "diag", "-r", "3"]
     assert profile.required_reference("gpu_stress", "gflops").params == {"tool": "gpu_burn", "duration_s": 1800,
                                                                           "precision": "fp32"}
     assert gpu_stress.ACCEPTANCE_TIMEOUT_S > gpu_stress.ACCEPTANCE_BURN_S
-    [plain] = select.set_hosts("deep", [host()])
-    assert gpu_stress.steps(profiles.for_host(H100, plain.vars, "n1"), plain)[0].argv == ["gpu_burn", "60"]
-    assert select.set_hosts(None, [node]) == [node]
+    [plain] = in_set("deep", host())
+    assert gpu_stress.steps(plain.profile, plain.host)[0].argv == ["gpu_burn", "60"]
+    [none] = targets.build([host()])
+    assert none.host == host() and none.profile is profiles.for_host(H100, {}, "n1") and not none.timeouts
 
 
 def test_a_sites_own_params_and_larger_timeout_win_over_the_sets():
     site = {"gpu_stress": {"gflops": {"value": 40000.0, "params": {"tool": "gpu_burn", "duration_s": 7200,
                                                                      "precision": "fp64"}}},
             "ib_write_bw": {"bw_avg_Gbps": {"value": 360}}}
-    [node] = select.set_hosts("acceptance", [host(provision_reference_overrides=site,
-                                                  provision_check_timeouts={"gpu_stress": 9000, "xid": 5})])
+    [target] = in_set("acceptance", host(provision_reference_overrides=site,
+                                         provision_check_timeouts={"gpu_stress": 9000, "xid": 5}))
+    node = target.host
     assert node.vars["provision_reference_overrides"] == site
     assert node.vars["provision_check_timeouts"] == {"gpu_stress": 9000, "xid": 5}
     value_only = {"gpu_stress": {"gflops": {"value": 40000.0}}}
-    [node] = select.set_hosts("acceptance", [host(provision_reference_overrides=value_only)])
-    row = profiles.for_host(H100, node.vars, "n1").required_reference("gpu_stress", "gflops")
+    [target] = in_set("acceptance", host(provision_reference_overrides=value_only))
+    row = target.profile.required_reference("gpu_stress", "gflops")
     assert row.value == 40000.0 and row.params["duration_s"] == 1800  # the site's value, the set's duration
 
 
@@ -103,8 +115,8 @@ def test_a_sites_own_tag_is_a_set_of_that_name():
 @pytest.mark.parametrize("profile_name", profiles.names())
 @pytest.mark.parametrize("name", [s.name for s in SETS])
 def test_every_set_applies_to_every_profile(name, profile_name):
-    [node] = select.set_hosts(name, [host(profile=profile_name)])
-    references.validate(profiles.for_host(profile_name, node.vars, "n"))  # the set's params fit the schema
+    [target] = in_set(name, host(profile=profile_name))
+    references.validate(target.profile)  # the set's params fit the schema
     assert sets.time_per_node(name, checks.registry(), profile_name) > 0
 
 
@@ -121,9 +133,9 @@ def test_the_job_runs_a_set_by_name_with_its_durations_schedule_and_record(tmp_p
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     seen = {}
 
-    def engine(hosts, records, rundir, transport, request, control, record):
-        seen.update(hosts=hosts, only=list(request.checks or ()), schedule=request.schedule)
-        return burnin_engine.BurninOutcome([CheckResult("xid", (h.name,), Outcome.PASS, "ok") for h in hosts])
+    def engine(chosen, request, transport, sink):
+        seen.update(targets=chosen, only=list(request.checks or ()), schedule=request.schedule)
+        return burnin_engine.BurninOutcome([CheckResult("xid", (t.name,), Outcome.PASS, "ok") for t in chosen])
 
     monkeypatch.setattr(burnin_engine, "run", engine)
     inventory = paths.ROOT / "tests/data/inventories/homelab"
@@ -131,11 +143,11 @@ def test_the_job_runs_a_set_by_name_with_its_durations_schedule_and_record(tmp_p
                                      "--history", str(tmp_path / "h.db"),
                                      "--vault-password-file", str(inventory.parent / "homelab-vault-password.txt")])
     assert _job.run(_job.JobOptions.from_args(args), progress=lambda line: None) == 0
-    assert seen["only"] == select.check_set("acceptance", seen["hosts"], None) and seen["schedule"] == "full"
-    [node] = seen["hosts"]
+    assert seen["only"] == select.check_set("acceptance", seen["targets"], None) and seen["schedule"] == "full"
+    [target] = seen["targets"]
+    node = target.host
     assert node.vars["provision_check_timeouts"]["gpu_stress"] == gpu_stress.ACCEPTANCE_TIMEOUT_S
-    profile = profiles.for_host(str(node.profile), node.vars, node.name)
-    assert gpu_stress.steps(profile, node)[0].argv[-1] == "1800"
+    assert gpu_stress.steps(target.profile, node)[0].argv[-1] == "1800"
     kept = json.loads((tmp_path / "runs/acc/report.json").read_text())["hosts"][node.name]["vars"]
     assert kept["provision_reference_overrides"]["gpu_stress"]["gflops"]["params"]["duration_s"] == 1800
     assert kept["provision_check_timeouts"] == {"gpu_stress": gpu_stress.ACCEPTANCE_TIMEOUT_S}

@@ -4,7 +4,7 @@ run through the engine with site checks on this machine (tests/unit/engine/local
 folder as ``provision evaluate`` does."""
 import textwrap
 
-from provision import checks
+from provision import checks, targets
 from provision.engine import burnin
 from provision.engine.control import Control
 from provision.engine.reevaluate import reevaluate
@@ -124,8 +124,8 @@ def _run(tmp_path, monkeypatch, only):
     rundir = RunStore(tmp_path / "runs").create()
     run = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
     transport = LocalTransport()
-    run.results = burnin.run(hosts, run.hosts, rundir, transport, burnin.BurninRequest(only),
-                             control=Control(progress=lambda _: None)).results
+    run.results = burnin.run(targets.build(hosts), burnin.BurninRequest(only), transport,
+                             burnin.Sink(rundir, run.hosts, Control(progress=lambda _: None))).results
     return rundir, run, transport
 
 
@@ -229,11 +229,9 @@ def test_a_gathering_check_runs_with_the_node_checks_and_not_in_a_cluster_scope_
     hosts = [Host(n, "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr") for n in ("n1", "n2")]
     rundir = RunStore(tmp_path / "runs2").create()
     record = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
-    node = burnin.run(hosts, record.hosts, rundir, LocalTransport(),
-                      burnin.BurninRequest(["site_ver_fleet"], scope="node"),
-                      control=Control(progress=lambda _: None)).results
+    node = burnin.run(targets.build(hosts), burnin.BurninRequest(["site_ver_fleet"], scope="node"), LocalTransport(),
+                      burnin.Sink(rundir, record.hosts, Control(progress=lambda _: None))).results
     assert {r.check for r in node} == {"site_ver", "site_ver_fleet"}
-    cluster = burnin.run(hosts, record.hosts, rundir, LocalTransport(),
-                         burnin.BurninRequest(["site_ver_fleet"], scope="cluster"),
-                         control=Control(progress=lambda _: None)).results
+    cluster = burnin.run(targets.build(hosts), burnin.BurninRequest(["site_ver_fleet"], scope="cluster"),
+                         LocalTransport(), burnin.Sink(rundir, record.hosts, Control(progress=lambda _: None))).results
     assert cluster == []  # neither site_ver (node scope) nor the comparison of its outputs

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from provision import checks
+from provision import checks, targets
 from provision.engine import burnin
 from provision.engine.control import Control
 from provision.engine.transport import CommandResult
@@ -96,9 +96,10 @@ def test_at_most_the_bound_of_connections_are_opened_at_once_and_it_is_reached(b
     monkeypatch.setattr(burnin, "CONNECTS_AT_ONCE", bound)
     hosts = [Host(f"gpu{i:03d}", "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr") for i in range(200)]
     transport = SlowHandshakes(bound)
-    results = burnin.run(hosts, {h.name: HostRecord(h.profile) for h in hosts}, RunStore(tmp_path / "runs").create(),
-                         transport,
-                         burnin.BurninRequest(["conn_probe"]), control=Control(progress=lambda _: None)).results
+    results = burnin.run(targets.build(hosts), burnin.BurninRequest(["conn_probe"]), transport,
+                         burnin.Sink(RunStore(tmp_path / "runs").create(),
+                                     {h.name: HostRecord(h.profile) for h in hosts},
+                                     Control(progress=lambda _: None))).results
     assert transport.calls == 200 and transport.in_flight == 0
     assert transport.peak == bound
     assert [r.outcome.value for r in results] == ["pass"] * 200  # every host connected once and its check ran

@@ -1,8 +1,8 @@
 """How many jobs the burn-in runs at once: every host by default (no fixed ceiling), ``--forks N`` lowers it."""
 import threading
 
+from provision import targets
 from provision.engine import burnin
-from provision.engine.control import Control
 from provision.engine.scheduler import Scheduler
 from provision.inventory import Host
 from provision.results.model import HostRecord
@@ -14,7 +14,8 @@ def hosts(n):
 
 def engine(n, forks, tmp_path):
     many = hosts(n)
-    return burnin.Burnin(many, {h.name: HostRecord(h.profile, {}) for h in many}, None, None, Control(), forks)
+    return burnin.Burnin(targets.build(many), burnin.Sink(None, {h.name: HostRecord(h.profile, {}) for h in many}),
+                         None, forks)
 
 
 def test_every_host_at_once_by_default_and_forks_lowers_it(tmp_path):

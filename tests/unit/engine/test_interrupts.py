@@ -5,7 +5,7 @@ import json
 import threading
 import time
 
-from provision import checks
+from provision import checks, targets
 from provision.engine import burnin
 from provision.engine.control import Control
 from provision.errors import CommandError
@@ -58,9 +58,8 @@ def burn(tmp_path, names, only, transport=None, control=None):
     rundir = RunStore(tmp_path / "runs").create()
     run = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
     control = control or Control(progress=lambda _: None)
-    run.results = burnin.run(hosts, run.hosts, rundir, transport or LocalTransport(), burnin.BurninRequest(only),
-                             control=control,
-                             record=rundir.record).results
+    run.results = burnin.run(targets.build(hosts), burnin.BurninRequest(only), transport or LocalTransport(),
+                             burnin.Sink(rundir, run.hosts, control, rundir.record)).results
     return rundir, run
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from provision import checks, profiles
+from provision import checks, profiles, targets
 from provision.checks import nvlink_clique, nvlink_domain
 from provision.checks.base import judge_outputs
 from provision.engine import burnin, cluster
@@ -72,16 +72,16 @@ def test_the_domain_test_runs_before_the_procedure_which_sees_its_result(tmp_pat
     monkeypatch.setattr(burnin.Burnin, "execute", execute)
     hosts = [tray("t1", "rack-a"), tray("t2", "rack-a")]
     rundir = RunStore(tmp_path / "runs").create("d")
-    burnin.run(hosts, {h.name: HostRecord(GB200) for h in hosts}, rundir, LocalTransport(),
-               burnin.BurninRequest(["nvlink_domain", "ib_pairs"]), control=Control(progress=lambda line: None))
+    burnin.run(targets.build(hosts), burnin.BurninRequest(["nvlink_domain", "ib_pairs"]), LocalTransport(),
+               burnin.Sink(rundir, {h.name: HostRecord(GB200) for h in hosts}, Control(progress=lambda line: None)))
     assert order[0] == "nvlink_domain" and order[-1] == "procedure" and "ib_pairs" not in order
     assert [(r.check, r.hosts) for r in seen["results"]] == [("nvlink_domain", ("t1", "t2"))]
 
 
 def _execute(tmp_path, hosts, check_id="nvlink_domain"):
     rundir = RunStore(tmp_path / "runs").create("e")
-    engine = burnin.Burnin(hosts, {h.name: HostRecord(h.profile) for h in hosts}, rundir, LocalTransport(),
-                           Control(progress=lambda line: None))
+    engine = burnin.Burnin(targets.build(hosts), burnin.Sink(rundir, {h.name: HostRecord(h.profile) for h in hosts},
+                                                           Control(progress=lambda line: None)), LocalTransport())
     return engine._execute(Job(DATA[check_id], tuple(h.name for h in hosts)))
 
 

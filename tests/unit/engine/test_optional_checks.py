@@ -21,7 +21,7 @@ class _Engine:
 
 def _planned(monkeypatch, only):
     monkeypatch.setattr(burnin, "Burnin", _Engine)
-    burnin.run([], {}, None, None, burnin.BurninRequest(only))
+    burnin.run([], burnin.BurninRequest(only), None, burnin.Sink(None, {}))
     return _Engine.planned
 
 

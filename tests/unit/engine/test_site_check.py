@@ -6,7 +6,7 @@ import socket
 import textwrap
 import xml.etree.ElementTree as ET
 
-from provision import checks
+from provision import checks, targets
 from provision.engine import burnin
 from provision.engine.control import Control
 from provision.inventory import Host
@@ -105,9 +105,8 @@ def test_a_check_from_a_temporary_module_runs_and_reports(tmp_path, monkeypatch)
     hosts = [host("n1"), host("n2")]
     rundir = RunStore(tmp_path / "runs").create("site")
     run = Run(run_id="site", phases=["burnin"], hosts={h.name: HostRecord(h.profile) for h in hosts})
-    run.results = burnin.run(hosts, run.hosts, rundir, LocalTransport(),
-                             burnin.BurninRequest(["site_probe", "site_pair"]),
-                             control=Control(progress=lambda line: None)).results
+    run.results = burnin.run(targets.build(hosts), burnin.BurninRequest(["site_probe", "site_pair"]), LocalTransport(),
+                             burnin.Sink(rundir, run.hosts, Control(progress=lambda line: None))).results
     run.finished = "now"
     rundir.save(run)
     junit.write(rundir.junit, run)
@@ -139,8 +138,8 @@ def test_a_slow_site_check_fails_naming_its_figures(tmp_path, monkeypatch):
     rundir = RunStore(tmp_path / "runs").create()
     hosts = [host("n1")]
     run = Run(run_id=rundir.name, hosts={"n1": HostRecord("h100-sxm5-80g-ndr")})
-    run.results = burnin.run(hosts, run.hosts, rundir, LocalTransport(), burnin.BurninRequest(["site_probe"]),
-                             control=Control(progress=lambda _: None)).results
+    run.results = burnin.run(targets.build(hosts), burnin.BurninRequest(["site_probe"]), LocalTransport(),
+                             burnin.Sink(rundir, run.hosts, Control(progress=lambda _: None))).results
     assert run.verdicts() == {"n1": "fail"}
     assert "bw_GBps = 7.5 GB/s, reference 10 GB/s bounds [9, -]" in run.results[0].message
     assert "SITE_SLOW: call the site's team" in summary.render(run)
@@ -154,9 +153,9 @@ def test_an_unreachable_host_errors_and_keeps_the_others(tmp_path, monkeypatch):
     hosts = [host("n1"), host("n2")]
     rundir = RunStore(tmp_path / "runs").create()
     run = Run(run_id=rundir.name, hosts={h.name: HostRecord(h.profile) for h in hosts})
-    run.results = burnin.run(hosts, run.hosts, rundir, LocalTransport(unreachable={"n2"}),
-                             burnin.BurninRequest(["site_probe"]),
-                             control=Control(progress=lambda _: None)).results
+    run.results = burnin.run(targets.build(hosts), burnin.BurninRequest(["site_probe"]),
+                             LocalTransport(unreachable={"n2"}),
+                             burnin.Sink(rundir, run.hosts, Control(progress=lambda _: None))).results
     assert run.verdicts() == {"n1": "pass", "n2": "error"}
     assert "connection refused" in run.results[1].message and run.results[1].run_error
 

@@ -1,6 +1,5 @@
 """`provision history`, `provision history import`, the job's history step and check sets."""
 import json
-from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -94,7 +93,12 @@ def test_the_job_step_gates_then_stores_and_a_broken_history_is_one_warning(tmp_
 
 
 def host(name, profile="h100-sxm5-80g-ndr"):
-    return SimpleNamespace(name=name, profile=profile)
+    """The target of a host of ``profile`` (a name, or a profile file's path)."""
+    from provision import targets
+    from provision.inventory import Host
+
+    [target] = targets.build([Host(name, "127.0.9.1", 22, "root", None, None, profile)])
+    return target
 
 
 def test_check_sets_are_tags_on_the_checks():
