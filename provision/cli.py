@@ -93,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("--sets", action="store_true", help="print the check sets as README.md's Markdown table (checks, "
                      "IB pair schedule, time per node)")
     lst.add_argument("--profiles", action="store_true", help="print the hardware profiles as README.md's Markdown list")
+    lst.add_argument("--references", metavar="HOST", help="print HOST's references as a run judges it by them, one "
+                     "row a line (value, bounds, params, source), each with the layer it comes from: a check's "
+                     "default, site_references.yaml, its profile, or the inventory's provision_reference_overrides "
+                     "(needs -i)")
+    _inventory_options(lst, required=False)
     par = sub.add_parser("parse", help="parse a saved tool output and print its JSON")
     par.add_argument("tool")
     par.add_argument("file")

@@ -1,5 +1,6 @@
 """The burn-in checks, found rather than listed: every module of this package that declares
-``CHECK`` (``base``, ``rules``, ``faults``, ``references`` and ``_``-names are helpers), plus the modules in
+``CHECK`` (``base``, ``rules``, ``faults``, ``references`` and ``_``-names are helpers; the package ``common`` holds
+the code checks share, since no check imports another: tests/unit/test_layers.py), plus the modules in
 the folders of ``PROVISION_CHECK_PATH`` (``os.pathsep``-separated, like ReFrame's check
 search path), so a site adds a check without touching this package.
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from provision.checks.base import Check, Finding, Outcome, Role, Scope, Step
 from provision.errors import ProvisionError
+from provision.profiles import layers
 
 HELPERS = {"base", "rules", "faults", "references"}
 CHECK_PATH_ENV = "PROVISION_CHECK_PATH"
@@ -27,6 +29,16 @@ def registry() -> dict[str, Check]:
     """Check id -> Check, in run order. Raises ProvisionError when a module's id is not its file
     name, two modules declare the same id, or a site module cannot be loaded."""
     return {c.id: c for c, _doc in _found()}
+
+
+def default_rows() -> tuple[layers.DefaultRows, ...]:
+    """Every registered check's default reference rows (``Check.references``), in run order: the lowest layer of a
+    profile's references. ``provision.profiles`` sits below the checks and takes them from here (registered with
+    ``layers.provide`` as this package is imported), laying each check's under the profiles it applies to."""
+    return tuple(layers.DefaultRows(c.id, tuple(c.needs), c.references) for c in registry().values() if c.references)
+
+
+layers.provide(default_rows)
 
 
 def markdown_table() -> str:
@@ -75,11 +87,11 @@ def ids() -> list[str]:
 def _package_checks() -> list[tuple[str, Check, str]]:
     out = []
     for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if info.name in HELPERS or info.name.startswith("_"):
+        if info.name in HELPERS or info.name.startswith("_") or info.ispkg:  # a package (common) holds no check
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(module, "CHECK"):
-            out.append((info.name, module.CHECK, module.__doc__ or ""))
+            out.append((info.name, _declared(module), module.__doc__ or ""))
     return out
 
 
@@ -101,6 +113,14 @@ def _site_checks() -> list[tuple[str, Check, str]]:
             if hasattr(module, "CHECK"):
                 out.append((path.stem, module.CHECK, module.__doc__ or ""))
     return out
+
+
+def _declared(module) -> Check:
+    """A package module's ``CHECK``, bounded by the module's ``PEAKS`` (metric -> hardware peak, ``Check.peaks``)
+    where the declaration names none: the package's checks write them beside ``PARAMS`` until their declarations say
+    ``peaks=PEAKS`` as they say ``params=PARAMS`` (a site's check says ``Check(peaks=...)``)."""
+    peaks = getattr(module, "PEAKS", None)
+    return dataclasses.replace(module.CHECK, peaks=dict(peaks)) if peaks and not module.CHECK.peaks else module.CHECK
 
 
 __all__ = ["Check", "Finding", "Outcome", "Role", "Scope", "Step", "registry", "ids", "markdown_table", "platforms",

@@ -5,9 +5,11 @@ its ``order`` (lower runs first), its ``scope``, the platform traits it needs (`
 that applies on fewer platforms than its check: ``provision.profiles.PLATFORMS``), its timeout,
 the metrics it reports (name -> unit), the JSON Schema of each reference's ``params`` (metric ->
 ``{"required": [...], "properties": {...}}``: the test parameters its command is built from,
-checked against every profile by ``provision.checks.references``), the checks whose references
-it judges against besides its own (``references_from``: ib_pairs judges by ib_write_bw's row)
-and two pure functions:
+checked against every profile by ``provision.checks.references``), its default reference rows
+(``references``: metric -> a row as a profile writes it, with its ``source``; the lowest layer of every profile the
+check applies to, under ``site_references.yaml``, the profile's own rows and the inventory's overrides:
+``provision.profiles.layers``), the checks whose references it judges against besides its own
+(``references_from``: ib_pairs judges by ib_write_bw's row) and two pure functions:
 
 - ``steps(profile, target) -> list[Step]``: argv lists, never shell strings; ``target`` is the
   ``Host`` for node scope, a ``Pair`` or a ``Group`` otherwise. Each step names the parser of
@@ -197,10 +199,17 @@ class Check:
     metrics: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)
     # Default reference rows (metric -> a row as a profile writes it: value, unit, lower, upper, params, source,
-    # estimate), for limits that hold on every platform the check applies to (ECC limits on every GPU with ECC). A
-    # profile lists only the rows its hardware changes; a site's inventory adds or overrides any
-    # (``provision.profiles``: check defaults < site_references.yaml < profile < inventory).
+    # estimate), for limits that hold on every platform the check applies to (its ``needs``): merged into every
+    # profile the check applies to, under site_references.yaml, the profile's own rows (a profile lists only the rows
+    # its hardware changes; its row of the same metric replaces this one whole) and the inventory's
+    # ``provision_reference_overrides`` (which changes fields of a row, or adds a complete one):
+    # ``provision.profiles.layers``.
     references: dict[str, dict] = field(default_factory=dict)
+    # The hardware peak each measured metric is bounded by (metric -> a name of ``plausible.HARDWARE_PEAKS`` in the
+    # metric's unit: ib_write_bw's ``{"bw_avg_Gbps": "hca_port"}``): a figure above what the host's profile gives for
+    # it is a broken tool or a forged output, an error (``provision.checks.plausible``). A rate with none is bounded
+    # by a hundred times its reference.
+    peaks: dict[str, str] = field(default_factory=dict)
     role: Role | None = None
     sets: tuple[str, ...] = ()  # the named check sets it belongs to (``burnin --check-set quick``)
     # Run only when a set (``sets``) or ``--checks`` names it, never in a run of every check (dcgm_mndiag: an
@@ -235,6 +244,7 @@ class Check:
     gathers: str = ""
 
     def __post_init__(self) -> None:
+        from provision.checks.plausible import misdeclared
         from provision.profiles import FEATURES  # the traits Profile.has answers
 
         unknown = sorted({n for n in self.needs + sum(self.rules.values(), ()) if n not in FEATURES})
@@ -250,6 +260,9 @@ class Check:
             raise ValueError(f"check {self.id}: gathers needs scope group, not {self.scope.value}")
         if self.uses and self.scope is not Scope.NODE:  # the outputs it uses are its own node's
             raise ValueError(f"check {self.id}: uses needs scope node, not {self.scope.value}")
+        wrong = misdeclared(self.peaks, self.metrics)
+        if wrong:  # a misspelt peak would leave the metric bounded by its reference alone, unnoticed
+            raise ValueError(f"check {self.id}: peaks {'; '.join(wrong)}")
         shadowed = sorted(set(self.parsers) & set(PARSERS))
         if shadowed:  # one name, one parser: a step's output reads the same wherever it is parsed
             raise ValueError(f"check {self.id}: its own parsers {', '.join(shadowed)} are provision parse's names")

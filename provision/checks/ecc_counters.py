@@ -60,6 +60,19 @@ def judge(ctx: Context) -> list[Finding]:
 # The counters are read as they are: no test parameters.
 PARAMS: dict[str, dict] = {metric: {"properties": {}} for metric in CORRECTED.values()}
 
+# One limit for every GPU whose memory counts its errors: Azure's health checks hold every ND GPU SKU they configure
+# (A100 v4, H100 v5, H200 v5, GB200 v6) to the same 20,000,000 corrected errors per GPU, volatile and aggregate alike.
+AZNHC = ("aznhc check_gpu_ecc 20000000 on ND A100 v4, ND H100 v5, ND H200 v5 and ND GB200 v6 alike "
+         "(https://github.com/Azure/azurehpc-health-checks, conf/nd96amsr_a100_v4.conf, conf/nd96isr_h100_v5.conf, "
+         "conf/nd96isr_h200_v5.conf, conf/nd128isr_ndr_gb200_v6.conf, customTests/azure_gpu_ecc.nhc)")
+REFERENCES: dict[str, dict] = {
+    "corrected_volatile_errors": {"value": 20000000, "lower": None, "upper": 0.0, "unit": "errors", "params": {},
+                                  "source": f"{AZNHC}; facebookresearch/gcm allows 50,000,000"},
+    "corrected_aggregate_errors": {"value": 20000000, "lower": None, "upper": 0.0, "unit": "errors", "params": {},
+                                   "source": f"{AZNHC}, volatile and aggregate alike"},
+}
+
 CHECK = Check(id="ecc_counters", order=25, tool="nvidia-smi --query-gpu=ecc.*", steps=steps, judge=judge,
               sets=("quick", "deep"), needs=("gpu", "ecc"), timeout_s=60,
-              metrics={"gpu_count": "", **{metric: "errors" for metric in CORRECTED.values()}}, params=PARAMS)
+              metrics={"gpu_count": "", **{metric: "errors" for metric in CORRECTED.values()}}, params=PARAMS,
+              references=REFERENCES)

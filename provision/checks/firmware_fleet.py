@@ -20,7 +20,7 @@ comparison, and a ``left_out`` fact names it.
 """
 from __future__ import annotations
 
-from provision.checks import firmware, versions
+from provision.checks import registry, versions
 from provision.checks.base import Check, Context, Finding, Scope, gathered_steps, split_key
 from provision.fabric.model import hca_names
 from provision.results.hostlist import fold
@@ -29,7 +29,7 @@ ODD, SPLIT = "FIRMWARE_ODD_ONE_OUT", "FIRMWARE_SPLIT"
 
 
 def steps(profile, group):
-    return gathered_steps(firmware.CHECK, profile, group)
+    return gathered_steps(registry()[CHECK.gathers], profile, group)  # firmware's steps, found as the engine finds them
 
 
 def judge(ctx: Context) -> list[Finding]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from provision.checks.base import Check, Context, Finding, Ready, Step
 from provision.checks.rules import measured
-from provision.checks.topology import PATH_RANK
+from provision.checks.common.topo_paths import PATH_RANK
 from provision.checks import faults
 from provision.errors import ParseError
 from provision.fabric.model import hca_names

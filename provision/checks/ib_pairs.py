@@ -12,7 +12,7 @@ https://github.com/Azure/azurehpc-health-checks). Pairs and rounds come from the
 from __future__ import annotations
 
 from provision.checks.base import Check, Context, Finding, Role, Scope, Step
-from provision.checks.ib_write_bw import bandwidth, perftest_steps
+from provision.checks.common.perftest import bandwidth, perftest_steps
 
 
 def steps(profile, pair) -> list[Step]:
@@ -21,6 +21,10 @@ def steps(profile, pair) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     return bandwidth(ctx.parsed, ctx.profile, "IB_PAIR_SLOW")
+
+
+# The hardware peak each metric is bounded by (provision.checks.plausible): a perftest figure is one HCA port's.
+PEAKS = {"bw_avg_Gbps": "hca_port"}
 
 
 CHECK = Check(id="ib_pairs", order=110, tool="ib_write_bw", steps=steps, judge=judge, needs=("hca",),

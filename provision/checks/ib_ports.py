@@ -29,6 +29,10 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
+# The hardware peak each metric is bounded by (provision.checks.plausible): the port's own rate.
+PEAKS = {"rate_Gbps": "hca_port"}
+
+
 CHECK = Check(id="ib_ports", order=46,
               sets=("quick", "deep"),
               tool="ibstat", steps=steps, judge=judge, needs=("hca",), timeout_s=30,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.common.imex_nodes import entry_of, names_of
 from provision.checks.rules import expect
 from provision.parsers.imex_ctl import CONNECTED, READY
 
@@ -52,7 +53,7 @@ def judge(ctx: Context) -> list[Finding]:
     own = entry_of(nodes, ctx.target)
     findings = [_domain_state(domain, ctx.profile)]
     if own is None:
-        names = ", ".join(sorted(_names(ctx.target))) or "none"
+        names = ", ".join(sorted(names_of(ctx.target))) or "none"
         findings.append(Finding(device="IMEX domain", metric="imex_node_listed", value=False, ok=False,
                                 expected=True, fault="IMEX_NODE_NOT_LISTED",
                                 action=faults.action("IMEX_NODE_NOT_LISTED"),
@@ -73,22 +74,6 @@ def judge(ctx: Context) -> list[Finding]:
                             detail=f"channels {','.join(map(str, have))}" if have else
                             "no channel device" + ("" if channels["folder"] else f" ({CHANNELS_DIR} missing)")))
     return findings
-
-
-def _names(host) -> set[str]:
-    """The names an IMEX list may give a host: its inventory name and address, and the name's short form."""
-    names = {str(n) for n in (getattr(host, "name", None), getattr(host, "address", None)) if n}
-    return names | {n.split(".", 1)[0] for n in names if not n[:1].isdigit()}  # short names; never cut an address
-
-
-def entry_of(nodes: list[dict], host) -> dict | None:
-    """``host``'s entry in a domain's node list: its hostName (``-H``) or address equal to the host's inventory
-    name or address (or the name's short form)."""
-    names = _names(host)
-    for node in nodes:
-        if node["hostname"] in names or node["host"] in names:
-            return node
-    return None
 
 
 def _name(node: dict) -> str:

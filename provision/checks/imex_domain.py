@@ -14,8 +14,9 @@ nodes in nodes_config.cfg.
 """
 from __future__ import annotations
 
-from provision.checks import faults, imex
+from provision.checks import faults, registry
 from provision.checks.base import Check, Context, Finding, Scope, gathered_steps, split_key
+from provision.checks.common.imex_nodes import entry_of
 from provision.errors import ParseError
 from provision.results.hostlist import fold
 
@@ -23,7 +24,7 @@ INCOMPLETE = "IMEX_DOMAIN_INCOMPLETE"
 
 
 def steps(profile, group):
-    return gathered_steps(imex.CHECK, profile, group)
+    return gathered_steps(registry()[CHECK.gathers], profile, group)  # imex's steps, found as the engine finds them
 
 
 def judge(ctx: Context) -> list[Finding]:
@@ -37,8 +38,8 @@ def judge(ctx: Context) -> list[Finding]:
         raise ParseError("no tray's IMEX node list to compare")
     findings = []
     for tray, nodes in lists.items():
-        missing = [name for name, h in trays.items() if name != tray and imex.entry_of(nodes, h) is None]
-        known = sum(1 for n in nodes if any(imex.entry_of([n], h) is not None for h in trays.values()))
+        missing = [name for name, h in trays.items() if name != tray and entry_of(nodes, h) is None]
+        known = sum(1 for n in nodes if any(entry_of([n], h) is not None for h in trays.values()))
         extra = len(nodes) - known
         findings.append(Finding(
             device="IMEX node list", metric="imex_trays_missing", value=len(missing), ok=not missing, expected=0,

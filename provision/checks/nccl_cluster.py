@@ -18,7 +18,7 @@ and the ring crosses the InfiniBand fabric; the domain itself is the nvlink_doma
 from __future__ import annotations
 
 from provision.checks.base import Check, Context, Finding, Role, Scope, Step
-from provision.checks.nccl_allreduce import SWEEP, allreduce
+from provision.checks.common.allreduce import SWEEP, allreduce
 
 
 def steps(profile, group) -> list[Step]:
@@ -49,6 +49,10 @@ PARAMS = {
         },
     },
 }
+
+
+# The hardware peak each metric is bounded by (provision.checks.plausible): no ring beats NVLink's bus bandwidth.
+PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 
 CHECK = Check(id="nccl_cluster", order=120, tool="mpirun", steps=steps, judge=judge,

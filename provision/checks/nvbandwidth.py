@@ -105,6 +105,10 @@ PARAMS = {
 }
 
 
+# The hardware peak each metric is bounded by (provision.checks.plausible): h2d over PCIe, d2d over NVLink (else PCIe).
+PEAKS = {"h2d_GBps": "gpu_pcie", "d2d_GBps": "gpu_nvlink_or_pcie"}
+
+
 CHECK = Check(id="nvbandwidth", order=60, tool="nvbandwidth", steps=steps, judge=judge, needs=("gpu",),
               sets=("deep",),
               timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"}, params=PARAMS)

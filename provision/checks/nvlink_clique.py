@@ -19,7 +19,7 @@ import collections
 
 from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Scope, Step
-from provision.checks.nvlink_domain import domain_name
+from provision.checks.common.nvlink_domains import domain_name
 
 MISMATCH, UNTRAINED = "NVLINK_DOMAIN_CLIQUE_MISMATCH", "NVLINK_FABRIC_NOT_TRAINED"
 

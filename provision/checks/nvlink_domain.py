@@ -11,11 +11,11 @@ must go over NVLink (NCCL environment variables, https://docs.nvidia.com/deeplea
 imex check requires); CoreWeave's GB200 NVL72 nccl-tests example sets the same (coreweave/nccl-tests,
 slurm/nccl-test-distributed-gb200-nvl72-enroot.slurm).
 
-Judged as nccl_cluster (``nccl_allreduce.allreduce``, parser ``nccl-tests``): the out-of-place bus bandwidth at the
-largest size (GB/s) against ``nvlink_domain.busbw_GBps``, a published full-rack figure (the profile row's source),
-wrong results, out-of-bounds values and the rank count (nodes x GPUs). The device is the domain by name, so a
-slow domain is named as such. It runs with the other static checks, before the cluster procedure's InfiniBand
-tests (ib_pairs, nccl_cluster); a domain it failed keeps its hosts out of those tests
+Judged as nccl_cluster (``provision.checks.common.allreduce``, parser ``nccl-tests``): the out-of-place bus
+bandwidth at the largest size (GB/s) against ``nvlink_domain.busbw_GBps``, a published full-rack figure (the profile
+row's source), wrong results, out-of-bounds values and the rank count (nodes x GPUs). The device is the domain by
+name, so a slow domain is named as such. It runs with the other static checks, before the cluster procedure's
+InfiniBand tests (ib_pairs, nccl_cluster); a domain it failed keeps its hosts out of those tests
 (``provision.engine.cluster``). A profile with no reference row errors (no invented threshold).
 
 A job NCCL could not run over MNNVL exits non-zero with nccl-tests' failure report (``Test NCCL failure ...
@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Scope, Step
-from provision.checks.nccl_allreduce import SWEEP, allreduce
+from provision.checks.common.allreduce import SWEEP, allreduce
+from provision.checks.common.nvlink_domains import domain_name
 
 CHECK_ID = "nvlink_domain"
 # What every rank's NCCL is given (module docstring: NCCL's env documentation).
@@ -37,13 +38,6 @@ NCCL_ENV = ("NCCL_MNNVL_ENABLE=1", "NCCL_IB_DISABLE=1", "NCCL_CUMEM_ENABLE=1", "
 # Words of a failure report that put it on IMEX (module docstring): NCCL's MNNVL check names IMEX; CUDA's
 # CUDA_ERROR_NOT_PERMITTED text is what a refused FABRIC import gives.
 IMEX_WORDS = ("IMEX", "operation not permitted")
-
-
-def domain_name(hosts) -> str:
-    """The domain's name as the inventory gives it (its first host's ``provision_nvlink_domain``), else its hosts."""
-    named = getattr(hosts[0], "nvlink_domain", None) if hosts else None
-    return f"NVLink domain {named}" if named else \
-        f"NVLink domain of {'+'.join(str(getattr(h, 'name', h)) for h in hosts)}"
 
 
 # The sweep of a profile with no NVLink domain (the engine skips the check there before it runs; ``steps`` still
@@ -91,6 +85,10 @@ PARAMS = {
         },
     },
 }
+
+
+# The hardware peak each metric is bounded by (provision.checks.plausible): a ring's bus bandwidth over NVLink.
+PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 
 CHECK = Check(id=CHECK_ID, order=110, tool="mpirun", steps=steps, judge=judge, sets=("deep",),

@@ -31,9 +31,8 @@ from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Step
 from provision.checks.rules import expect
 from provision.errors import ProfileError
-from provision.profiles.hardware import GPU, HCA, PCIe
+from provision.profiles.hardware import GPU, GTPS, HCA, PCIe
 
-GTPS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 VENDORS = {"gpu": "10de:", "hca": "15b3:"}
 GPU_CLASSES = ("3D controller", "VGA compatible controller")
 HCA_CLASSES = {"InfiniBand": "Infiniband controller", "Ethernet": "Ethernet controller"}

@@ -8,12 +8,19 @@ is refused with one line naming the profile file and the key path. A check that 
 another check's rows declares it (``Check.references_from``: ib_pairs reads ib_write_bw's), so
 those rows are checked against their owner's declaration and ``readers`` names every check
 that reads them.
+
+A check's own default rows (``Check.references``, the lowest layer of every profile it applies to:
+``provision.profiles.layers``) are checked here too, once merged, and a wrong one is named by its check
+(``check <id> (Check.references)``) rather than by the profile it was merged into.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from provision.checks import registry
+from provision.checks.base import Check
 from provision.errors import ProfileError
-from provision.profiles import Profile, schema
+from provision.profiles import Profile, layers, schema
 
 
 def readers(check_id: str) -> list[str]:
@@ -25,20 +32,27 @@ def readers(check_id: str) -> list[str]:
 def validate(profile: Profile) -> None:
     """Raise ProfileError unless every reference row of ``profile`` fits its check's declaration."""
     checks = registry()
-    where = profile.path
     for check_id, rows in profile.references.items():
         check = checks.get(check_id)
         if check is None:
-            raise ProfileError(f"{where}: references.{check_id}: no such check (known: {', '.join(checks)})")
-        for metric, row in rows.items():
-            key = f"references.{check_id}.{metric}"
-            if metric not in check.metrics:
-                raise ProfileError(f"{where}: {key}: {check_id} reports no such metric "
-                                   f"(known: {', '.join(check.metrics) or 'none'})")
-            if row.unit != check.metrics[metric]:
-                raise ProfileError(f"{where}: {key}.unit: must be {check.metrics[metric]!r}, not {row.unit!r}")
-            declared = check.params.get(metric, {"properties": {}})
-            errors = list(schema.Validator(  # the profiles' validator: an integer is an int, not 60.0
-                {"type": "object", "additionalProperties": False, **declared}).iter_errors(row.params))
-            if errors:
-                raise ProfileError(f"{where}: {schema.describe(errors[0], key + '.params')}")
+            raise ProfileError(f"{profile.path}: references.{check_id}: no such check (known: {', '.join(checks)})")
+        for metric, row in rows.items():  # a check's own row is the check's mistake, not the profile's
+            default = profile.reference_layer(check_id, metric) == layers.default_layer(check_id)
+            _fits(check, metric, row.unit, row.params,
+                  f"check {check_id} (Check.references)" if default else profile.path)
+
+
+def _fits(check: Check, metric: str, unit: str, params: Mapping, where: str) -> None:
+    """Raise ProfileError (``where``, the row's key and what is wrong) unless a row of ``check``'s ``metric`` in
+    ``unit`` with ``params`` fits the check's declaration (``Check.metrics``, ``Check.params``)."""
+    key = f"references.{check.id}.{metric}"
+    if metric not in check.metrics:
+        raise ProfileError(f"{where}: {key}: {check.id} reports no such metric "
+                           f"(known: {', '.join(check.metrics) or 'none'})")
+    if unit != check.metrics[metric]:
+        raise ProfileError(f"{where}: {key}.unit: must be {check.metrics[metric]!r}, not {unit!r}")
+    declared = check.params.get(metric, {"properties": {}})
+    errors = list(schema.Validator(  # the profiles' validator: an integer is an int, not 60.0
+        {"type": "object", "additionalProperties": False, **declared}).iter_errors(params))
+    if errors:
+        raise ProfileError(f"{where}: {schema.describe(errors[0], key + '.params')}")

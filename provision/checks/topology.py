@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from provision.checks import faults
 from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.common.topo_paths import PATH_RANK
 from provision.checks.rules import expect
-
-PATH_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 4}
 
 
 def steps(profile, host) -> list[Step]:

@@ -51,7 +51,7 @@ def verdict(check: Check, hosts: tuple[str, ...], scope: Scope, profile, texts: 
     if odd:  # inf or nan compares as inside or outside any bound by accident: never judged
         return result(Outcome.ERROR, f"{check.tool} output gave a non-finite value: "
                                      + "; ".join(f"{f.device}: {f.metric} = {f.value}" for f in odd[:3]))
-    impossible = plausible.beyond(check.id, findings, profile)
+    impossible = plausible.beyond(check, findings, profile)
     if impossible:  # beyond what the hardware can do: a broken tool or a forged output, never judged
         return result(Outcome.ERROR, f"{check.tool} output gave a value the hardware cannot reach: "
                                      + "; ".join(impossible[:3]))

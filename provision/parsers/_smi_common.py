@@ -113,7 +113,7 @@ def retired_pages(get: Getter, base: str, names: dict) -> dict | None:
 # Contract keys that are counts, link facts or power: never negative.
 NOT_NEGATIVE = ("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate", "sram_uncorrected_volatile",
                 "sram_uncorrected_aggregate", "power_W", "pcie_gen_current", "pcie_gen_max", "width_current",
-                "width_max", "pcie_replays")
+                "width_max", "pcie_replays", "pcie_replay_rollovers")
 
 
 def checked(gpu: dict) -> dict:

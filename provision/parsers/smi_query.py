@@ -16,7 +16,8 @@ Fabric ("Fabric": State, Status, CliqueId, ClusterUUID, Health/Summary, Health/B
 "GPU Recovery Action", lost GPUs and the firmware and settings fields ("VBIOS Version", "Inforom
 Version / Image Version", "GSP Firmware Version", "MIG Mode / Current", "ECC Mode / Current", "Current
 Power Limit" or older "Power Limit"/"Enforced Power Limit", "Default"/"Max Power Limit", "Applications
-Clocks" and "Default Applications Clocks" / Graphics, Memory) as in ``smi_xml`` (same contract keys).
+Clocks" and "Default Applications Clocks" / Graphics, Memory) and PCIe "Replays Since Reset" / "Replay Number
+Rollovers" as in ``smi_xml`` (same contract keys).
 
 Units: temperature C, power W. "N/A" is None. Raises ParseError when no
 "Driver Version : ..." line is present. ``complete`` is false when fewer GPU
@@ -128,6 +129,7 @@ def _gpu(bus_id: str, tree: dict) -> dict:
         "width_current": common.number(get("pci", "gpu link info", "link width", "current")),
         "width_max": common.number(get("pci", "gpu link info", "link width", "max")),
         "pcie_replays": common.number(get("pci", "replays since reset")),
+        "pcie_replay_rollovers": common.number(get("pci", "replay number rollovers")),
         "persistence_mode": get("persistence mode"),
         **common.settings(get, common.TEXT_SETTINGS),
         "recovery_action": common.recovery_action(get("gpu recovery action")),

@@ -8,6 +8,8 @@ Field paths by schema generation:
   power_draw`` (v12) or ``instant_power_draw``/``average_power_draw`` (v13); never
   ``module_power_readings``.
 - Row remapper: ``remapped_rows/remapped_row_*``; ``<remapped_rows>N/A`` is None.
+- PCIe replays: ``pci/replay_counter`` (``pcie_replays``) and ``pci/replay_rollover_counter``
+  (``pcie_replay_rollovers``), both counted since the driver loaded or the GPU was reset.
 - Fabric (R550+): ``fabric/state``, ``status``, ``cliqueId``, ``clusterUuid``, ``health/summary``
   (R570+), ``health/bandwidth``; ``fabric`` is None where the GPU has no ``<fabric>`` element.
   ``recovery_action`` is ``gpu_recovery_action`` (R565+) as printed ("None", "GPU Reset", ...).
@@ -117,6 +119,7 @@ def _gpu(element: ET.Element) -> dict:
         "width_current": common.number(get(*link, "link_widths", "current_link_width")),
         "width_max": common.number(get(*link, "link_widths", "max_link_width")),
         "pcie_replays": common.number(get("pci", "replay_counter")),
+        "pcie_replay_rollovers": common.number(get("pci", "replay_rollover_counter")),
         "persistence_mode": get("persistence_mode"),
         **common.settings(get, common.XML_SETTINGS),
         "clocks_event_reasons_active": _active_reasons(element),

@@ -9,6 +9,13 @@ silently turned off. Readers use the typed parts (``provision.profiles.hardware`
 the validated mapping: ``profile.gpu.count``, ``profile.hca.rate_Gbps``, ``profile.reference(check, metric)``.
 Adding a profile is one data file (and the simulator's figures where it simulates the SKU).
 
+References are declared once and merged in layers, lowest first (``provision.profiles.layers``): a check's default
+rows (``Check.references``, for the profiles the check applies to; handed down by the checks, which sit above this
+package: ``layers.provide``), ``site_references.yaml``, the profile's own rows (only what its
+hardware changes), and a host's ``provision_reference_overrides`` (the inventory: changes fields of a row, or adds a
+complete one). Below the inventory a row replaces a lower layer's row of the same check and metric whole; each
+row's layer is kept (``Profile.reference_layer``; ``provision checks --references HOST`` prints them).
+
 The rest of what a check needs lives with its own concern:
 - software pins: ``stack_release.yaml`` (``Profile.stack``; the roles read the same file);
 - site facts: the inventory's ``provision_storage`` (``Profile.site``, ``site.schema.json``), and the
@@ -16,32 +23,32 @@ The rest of what a check needs lives with its own concern:
   ``site_references.yaml``, merged into every profile as it loads (a site overrides them as any other);
 - check sets: tags on each check (``Check.sets``); a profile only excludes checks (``exclude_checks``);
 - the simulator's healthy figures: ``provision/sim/figures.yaml``.
-``for_host`` puts a host's profile together: the profile, the site's reference overrides
-(``provision_reference_overrides``) and its site facts.
+``for_host`` puts a host's profile together: the profile, its site facts, the default rows of the checks that apply
+to it (``defaults``), and the site's reference overrides (``provision_reference_overrides``).
 
 Work once per distinct thing: ``load`` parses and validates a profile once per file (and again only
 when its text changes), ``for_host`` builds a host's view once per distinct (profile, overrides,
-site facts), so 1,250 hosts of one profile cost one load, not 1,250. A profile's ``data`` and
+site facts, check defaults), so 1,250 hosts of one profile cost one load, not 1,250. A profile's ``data`` and
 ``site`` are read-only (``frozen``: a change raises TypeError) since every host of that name
 shares them; ``with_overrides`` works on a deep copy, so one host's overrides never reach another.
 """
 from __future__ import annotations
 
 import copy
-import difflib
 import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import yaml
 
 from provision.errors import ProfileError
-from provision.profiles import hardware, release, schema
+from provision.profiles import hardware, layers, release, schema
 from provision.profiles.frozen import freeze
 from provision.profiles.hardware import GPU, HCA, Hardware, Host, NVLinkDomain, Power, Topology
+from provision.profiles.layers import DefaultRows
 from provision.results.model import Reference
 
 DATA_DIR = Path(__file__).with_name("data")
@@ -77,14 +84,16 @@ class Profile:
     """A hardware profile as a host sees it: its typed hardware (``gpu``, ``hca``, ``topology``, ``power``,
     ``references``, ``exclude_checks``), ``data`` the validated YAML mapping they are built from (what
     overrides merge into and the simulator builds a node from), ``path`` where it came from, ``target``
-    the node's NVIDIA repository folder (``for_target``; None before the node's OS is known) and ``site``
-    the host's site facts ({"storage": {...}})."""
+    the node's NVIDIA repository folder (``for_target``; None before the node's OS is known), ``site``
+    the host's site facts ({"storage": {...}}) and ``reference_layers`` check -> metric -> the layer its row
+    comes from (``provision.profiles.layers``; read it with ``reference_layer``)."""
 
     name: str
     data: dict
     path: str
     target: str | None = None
     site: dict = field(default_factory=dict)
+    reference_layers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False, compare=False)
     hardware: Hardware = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -177,6 +186,15 @@ class Profile:
         """The reference for ``check``/``metric`` (shared, read-only), or None when the profile has none."""
         return self.references.get(check, {}).get(metric)
 
+    def reference_layer(self, check: str, metric: str) -> str | None:
+        """The layer ``check``/``metric``'s row comes from (``provision.profiles.layers``): ``check <id> default``,
+        ``site_references.yaml``, ``profile <name> (<path>)``, or ``inventory: provision_reference_overrides`` (a
+        host's view, shared by the hosts with the same values) with ``(added)`` or ``(overridden: <fields>; over
+        <the layer below>)``; None when the profile has no such row."""
+        if self.reference(check, metric) is None:
+            return None
+        return self.reference_layers.get(check, {}).get(metric) or layers.profile_layer(self.name, self.path)
+
     def required_reference(self, check: str, metric: str) -> Reference:
         """The reference a check cannot run or judge without. Raises ProfileError naming it."""
         ref = self.reference(check, metric)
@@ -185,9 +203,27 @@ class Profile:
                                f"the {check} check takes its thresholds and test sizes from it")
         return ref
 
-    def with_overrides(self, overrides: dict | None, origin: str) -> "Profile":
-        """A copy with a site's reference overrides ({check: {metric: {key: value}}}) merged in. An override that
-        sets a value and says nothing of ``estimate`` is the site's own figure: the row is no longer an estimate."""
+    def with_defaults(self, defaults: Sequence[DefaultRows]) -> "Profile":
+        """A copy with the default rows of the checks that apply to it (``DefaultRows.needs``, as ``Check.applies``
+        says) under its own and its site's rows: a check's row only where no higher layer has that check and
+        metric. The rows are reference rows already (``layers.provided`` checks the registered checks')."""
+        applying = [one for one in defaults if one.rows and not self.lacking(one.needs)]
+        if all(self.reference(one.check, metric) is not None for one in applying for metric in one.rows):
+            return self
+        own = self.data.get("references") or {}
+        references, names = layers.stack([(lambda check, metric: self.reference_layer(check, metric) or "", own),
+                                          *((lambda check, _metric: layers.default_layer(check), {one.check: one.rows})
+                                            for one in applying)])
+        data = {**copy.deepcopy(self.data), "references": references}
+        return dataclasses.replace(self, data=freeze(data), reference_layers=freeze(names))
+
+    def with_overrides(self, overrides: dict | None, origin: str, layer: str | None = None) -> "Profile":
+        """A copy with a site's reference overrides ({check: {metric: {key: value}}}) merged in: the inventory's layer
+        (``provision.profiles.layers``), named ``layer`` (None: ``inventory: <origin> provision_reference_overrides``)
+        with ``(added)`` or ``(overridden: ...)``. An override that sets a value and says nothing of ``estimate`` is
+        the site's own figure: the row is no longer an estimate. An override of a check and metric that no lower
+        layer has adds a row when it is complete (``layers.NEW_ROW``; ``params`` {} when left out), else is refused
+        naming what it lacks, or the reference it may have meant."""
         if not overrides:
             return self
         where = f"{origin}: provision_reference_overrides"
@@ -195,23 +231,15 @@ class Profile:
             raise ProfileError(f"{where}: must map check -> metric -> fields, e.g. "
                                "{ib_write_bw: {bw_avg_Gbps: {value: 360}}}")
         data = copy.deepcopy(self.data)
-        references = data.setdefault("references", {})
-        for check, metrics in overrides.items():
-            for metric, fields in (metrics or {}).items():
-                row = references.get(check, {}).get(metric)
-                if row is None or not isinstance(fields, dict):
-                    near = _near(metric, references[check]) if check in references else _near(check, references)
-                    raise ProfileError(f"{where}.{check}.{metric}: no such reference in profile {self.name}{near}")
-                if "value" in fields and "estimate" not in fields:
-                    row.pop("estimate", None)  # the site's own figure replaces the estimate (its rows' sources say so)
-                if "value" in fields and "source" not in fields:  # never the replaced figure's reasoning
-                    row["source"] = f"the site's own figure ({where}.{check}.{metric})"
-                row.update(fields)
+        names = {check: {metric: self.reference_layer(check, metric) or "" for metric in rows}
+                 for check, rows in self.references.items()}
+        layers.overlay(data.setdefault("references", {}), names, overrides, where,
+                       layers.inventory_layer(origin) if layer is None else layer, self.name)
         try:
             schema.validate(data, "profile", origin)
         except ProfileError as exc:  # name the override as well as the key it made wrong
             raise ProfileError(str(exc).replace(f"{origin}: ", f"{where}: ", 1)) from None
-        return dataclasses.replace(self, data=freeze(data))
+        return dataclasses.replace(self, data=freeze(data), reference_layers=freeze(names))
 
     def with_site(self, host_vars: dict, origin: str) -> "Profile":
         """A copy with the site facts of a host's variables (``provision_storage``), validated
@@ -256,31 +284,40 @@ def _hardware(data: dict) -> Hardware:
     return built
 
 
-def _near(name: str, known) -> str:
-    """' (did you mean X?)' for a misspelt check or metric of an override, when difflib finds one."""
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+def for_host(profile_name: str, host_vars: dict, host_name: str,
+             defaults: Sequence[DefaultRows] | None = None) -> Profile:
+    """Host ``host_name``'s profile: ``profile_name`` loaded, its site facts (``provision_storage``), the
+    ``defaults`` rows of the checks that apply to it (the lowest layer; None: every registered check's,
+    ``layers.provided``) and its site's reference overrides (``provision_reference_overrides``, the inventory's
+    layer) from ``host_vars`` applied. Raises ProfileError naming ``host <name>`` and the key.
 
-
-def for_host(profile_name: str, host_vars: dict, host_name: str) -> Profile:
-    """Host ``host_name``'s profile: ``profile_name`` loaded, its site's reference overrides
-    (``provision_reference_overrides``) and site facts (``provision_storage``) from
-    ``host_vars`` applied. Raises ProfileError naming ``host <name>`` and the key.
-
-    Built once per distinct (profile as loaded, overrides, site facts) and shared, read-only, by
+    Built once per distinct (profile as loaded, overrides, site facts, defaults) and shared, read-only, by
     every host that has the same; a host whose values are not JSON data gets a view of its own."""
     origin = f"host {host_name}"
-    base = load(profile_name)
+    defaults = layers.provided() if defaults is None else defaults
+    base = load(profile_name, defaults)  # the rows of the checks that need a site fact join once it is known
     overrides = host_vars.get("provision_reference_overrides")
     facts = {k: host_vars[k] for k in SITE_FACTS if host_vars.get(k) is not None}
+    return _once(base, [overrides, facts, _rows(defaults)],  # raises naming this host; not kept
+                 lambda: base.with_site(facts, origin).with_defaults(defaults).with_overrides(overrides, origin,
+                                                                                              layers.INVENTORY))
+
+
+def _rows(defaults: Sequence[DefaultRows]) -> list:
+    return [[one.check, list(one.needs), one.rows] for one in defaults]
+
+
+def _once(base: Profile, inputs: list, build) -> Profile:
+    """``build()``, the view of ``base`` with ``inputs``, once per distinct (base, inputs as JSON); built every time
+    for inputs that are not JSON data."""
     try:
-        key = (id(base), json.dumps([overrides, facts], sort_keys=True))
+        key = (id(base), json.dumps(inputs, sort_keys=True))
     except (TypeError, ValueError):  # not JSON data: built for this host alone
-        return base.with_overrides(overrides, origin).with_site(facts, origin)
+        return build()
     found = _VIEWS.get(key)
     if found is not None and found[0] is base:
         return found[1]
-    view = base.with_overrides(overrides, origin).with_site(facts, origin)  # raises naming this host; not kept
+    view = build()
     if len(_VIEWS) >= MAX_VIEWS:
         _VIEWS.clear()
     _VIEWS[key] = (base, view)  # the base is kept with its view, so that its id names it
@@ -315,15 +352,18 @@ def markdown_list() -> str:
     return "".join(f"- `{name}`: {load(name).description}\n" for name in names())
 
 
-def load(name: str) -> Profile:
-    """Load a bundled profile by name, or a YAML file by path. Raises ProfileError.
+def load(name: str, defaults: Sequence[DefaultRows] | None = None) -> Profile:
+    """Load a bundled profile by name, or a YAML file by path, with the ``defaults`` rows of the checks that apply
+    to it under its own (None: every registered check's, ``layers.provided``; () none). Raises ProfileError.
 
-    Parsed and validated once per file and content: a later call finds the same text and returns
-    the same read-only Profile (a changed file is read again)."""
+    Parsed and validated once per file and content, and built with the checks' rows once per distinct rows: a
+    later call finds the same text and returns the same read-only Profile (a changed file is read again)."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else DATA_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ProfileError(f"{path}: no such hardware profile (known: {', '.join(names())})")
-    return _parsed(path, path.read_text())
+    base = _parsed(path, path.read_text())
+    defaults = layers.provided() if defaults is None else defaults
+    return _once(base, ["load", _rows(defaults)], lambda: base.with_defaults(defaults)) if defaults else base
 
 
 @functools.lru_cache(maxsize=64)
@@ -332,21 +372,23 @@ def _parsed(path: Path, text: str) -> Profile:
         data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if isinstance(data, dict) and isinstance(data.get("references"), dict):  # the profile's own rows first
-        own = data["references"]
-        data["references"] = {**own, **{k: v for k, v in site_references().items() if k not in own}}
+    names: dict = {}
+    if isinstance(data, dict) and layers.is_table(data.get("references")):  # the profile's own rows over the site's
+        own = layers.profile_layer(str(data.get("name")), str(path))
+        data["references"], names = layers.stack([(lambda _check, _metric: own, data["references"]),
+                                                  (lambda _check, _metric: layers.SITE, site_references())])
     schema.validate(data, "profile", str(path))
     if data.get("stack_line") is not None and data["stack_line"] not in release.lines():
         raise ProfileError(f"{path}: stack_line: no release line {data['stack_line']!r} in {release.RELEASE}"
                            f" (lines: {', '.join(release.lines()) or 'none'})")
-    return Profile(data["name"], freeze(data), str(path))
+    return Profile(data["name"], freeze(data), str(path), reference_layers=freeze(names))
 
 
 @functools.cache
 def site_references() -> dict:
     """The references of ``site_references.yaml`` (check -> metric -> row), validated, read once: the
     figures that belong to the site, not the hardware (a site overrides them with
-    ``provision_reference_overrides``). A profile's own row of the same check replaces them."""
+    ``provision_reference_overrides``). A profile's own row of the same check and metric replaces its row."""
     try:
         data = yaml.load(SITE_REFERENCES.read_text(), Loader=_LOADER)
     except yaml.YAMLError as exc:

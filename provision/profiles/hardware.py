@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from provision.profiles.frozen import freeze
 from provision.results.model import Reference
 
+# Transfer rate per lane of each PCIe generation, GT/s (PCI-SIG base specifications 1.0-6.0).
+GTPS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+
 
 @dataclass(frozen=True)
 class PCIe:

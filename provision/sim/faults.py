@@ -94,6 +94,26 @@ def pcie_downtrain(model, device, value):
     return f"GPU{gpu['index']} {gpu['bus_id']}"
 
 
+# A link that resends about a thousand TLPs a second under load for a day (a marginal riser): far above the 0.512
+# replays a second a Gen5 x16 link may make at the PCIe bit error rate of 10^-12 (pcie_replays' reference), averaged
+# over any uptime up to six years.
+REPLAYS = 100_000_000
+
+
+def pcie_replays(model, device, value):
+    """The GPU's PCIe link resent --value TLPs (default ``REPLAYS``) since the driver loaded: nvidia-smi's replay
+    counter, as bit errors on the slot, riser or cable leave it."""
+    gpu = _gpu(model, device)
+    try:
+        count = int(value) if value is not None else REPLAYS
+    except ValueError:
+        count = -1
+    if not 0 <= count < 1 << 32:  # NVML's counter is an unsigned int
+        raise ProvisionError(f"--value {str(value)[:40]!r}: a replay count, 0 to {(1 << 32) - 1}")
+    gpu["pcie"]["replays"] = count
+    return f"GPU{gpu['index']} {gpu['bus_id']}"
+
+
 def nvlink_down(model, device, value):
     gpu = _gpu(model, device)
     link = int(value) if value is not None else 0
@@ -284,6 +304,8 @@ KINDS = {k.kind: k for k in [
     FaultKind("xid79", "gpu", "GPU fell off the bus (Xid 79): gone from nvidia-smi and lspci", xid79),
     FaultKind("dbe_remap", "gpu", "double-bit ECC error with a pending row remap (Xid 48 + 63)", dbe_remap),
     FaultKind("pcie_downtrain", "gpu", "GPU PCIe link downtrained (--value x8 | x4 | gen1)", pcie_downtrain),
+    FaultKind("pcie_replays", "gpu", f"GPU PCIe link resending TLPs: its replay counter raised (--value count, "
+              f"default {REPLAYS:,})", pcie_replays),
     FaultKind("nvlink_down", "gpu", "one NVLink link inactive (--value link number)", nvlink_down),
     FaultKind("ib_port_down", "hca", "InfiniBand port down (cable pulled: Down/Polling)", ib_port_down),
     FaultKind("ib_rate", "hca", "InfiniBand port trained at a lower rate (--value Gb/s, default 200)", ib_rate),

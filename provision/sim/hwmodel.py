@@ -234,7 +234,8 @@ def _gpu(profile: dict, hostname: str, index: int, node_index: int = 0) -> dict:
         "temp_C": round(_pick(*IDLE_TEMP_C, hostname, "temp", index)),
         "clocks": dict(IDLE_CLOCKS_MHZ),
         "pcie": {"gen_current": pcie["gen"], "gen_max": pcie["gen"],
-                 "width_current": pcie["width"], "width_max": pcie["width"], "replays": 0},
+                 "width_current": pcie["width"], "width_max": pcie["width"], "replays": 0,
+                 "replay_rollovers": 0},
         "nvlink": _nvlink(gpu), "nvswitch": bool(gpu.get("nvswitch", False)),
         "fabric": _fabric(profile, node_index), "c2c": _c2c(gpu),
         # The driver's own recovery action (gpu_recovery_action, R565+): "None" while the GPU needs none.

@@ -50,6 +50,8 @@ def expectation(kind, device, model):
         "dbe_remap": lambda: ("gpu_health", "fail",
                               f"GPU{device} {gpu(device)['bus_id']}: remapped_rows_pending = True"),
         "pcie_downtrain": lambda: ("pcie_link", "fail", f"{pci(device)}.0: lnksta_width = 8 lanes, expected 16"),
+        "pcie_replays": lambda: ("pcie_replays", "fail",
+                                 f"GPU{device} {gpu(device)['bus_id']}: replays_per_Tb = "),
         "nvlink_down": lambda: ("nvlink", "fail", f"GPU{device}: nvlink_active_links = 17, expected 18"),
         "ib_port_down": lambda: ("ib_ports", "fail", f"{device} port 1: state = 'Down', expected 'Active'"),
         "ib_rate": lambda: ("ib_ports", "fail", f"{device} port 1: rate_Gbps = 200 Gb/s, expected 400 Gb/s"),

@@ -100,12 +100,13 @@ PAIR_CHECK = """
 \"\"\"ib_pair_probe: ib_write_bw from one node's HCA to its partner's (a site's pair check, for this test).\"\"\"
 from provision.checks import ib_write_bw as single
 from provision.checks.base import Check, Ready, Scope, Step
+from provision.fabric.model import hca_names
 
 PORT = 18700
 
 
 def steps(profile, pair):
-    dev = single.hca_names(profile)[0]
+    dev = hca_names(profile)[0]
     common = ["ib_write_bw", "-d", dev, "-s", "65536", "-D", "2", "--report_gbits", "-F", "-p", str(PORT)]
     return [Step(dev, common + [pair.server.address], parser="perftest", server=common, on=1, server_on=0,
                  ready=Ready(line="Waiting for client to connect", port=PORT))]

@@ -131,7 +131,7 @@ def _pci(gpu: dict) -> list:
                     ("Max", "max_link_width", f"{pcie['width_max']}x"),
                     ("Current", "current_link_width", f"{pcie['width_current']}x")])]),
             ("Replays Since Reset", "replay_counter", str(pcie.get("replays", 0))),
-            ("Replay Number Rollovers", "replay_rollover_counter", "0"),
+            ("Replay Number Rollovers", "replay_rollover_counter", str(pcie.get("replay_rollovers", 0))),
             ("Tx Throughput", "tx_util", "0 KB/s"), ("Rx Throughput", "rx_util", "0 KB/s")]
 
 

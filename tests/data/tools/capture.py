@@ -23,14 +23,15 @@ dpkg-query prints installed ("ii ") packages.
 The node's kernel views (``cat /proc/cmdline``, ``find /sys/kernel/iommu_groups ...``, ``grep -r ...
 /sys/devices/system/cpu/cpufreq``, ``grep -r ... /sys/module``) are read by the real cat, find and grep over a
 temporary folder where ``provision.sim.kernelviews.write`` put the node's views, the paths shown as the real ones;
-find and grep print in directory order, which is the file system's, so their lines are sorted (by path, numbers
-as numbers). The simulated nodes share this machine's kernel: ``uname -r`` prints ``KERNEL``, and the kernel
-command line boots it. ``numactl ... COMMAND`` runs the simulated numactl, which runs the simulated COMMAND with
-the step's seed. A check that ``uses`` others' outputs (gpudirect: topology's) gets them (``seen``) from the same
-simulated node. A group check that gathers a node check's outputs (firmware_fleet) runs them on each of the case's
-hosts (declared.Case.job_hosts: node07, node08, ...), each its own hardware model; a fault with ``host`` applies to
-that host only (default node07), ``model`` and ``software`` to every host. A step whose exit status is judged from
-its output (``exit_judged``) keeps its standard output followed by its standard error, whatever its exit status.
+find and grep print in directory order, which is the file system's, so their lines are sorted (by path, numbers as
+numbers). The simulated nodes share this machine's kernel: ``uname -r`` prints ``KERNEL``, and the kernel command
+line boots it; ``grep -H . /proc/uptime`` prints ``UPTIME``. ``numactl ... COMMAND`` runs the simulated numactl,
+which runs the simulated COMMAND with the step's seed. A check that ``uses`` others' outputs (gpudirect: topology's)
+gets them (``seen``) from the same simulated node. A group check that gathers a node check's outputs
+(firmware_fleet) runs them on each of the case's hosts (declared.Case.job_hosts: node07, node08, ...), each its own
+hardware model; a fault with ``host`` applies to that host only (default node07), ``model`` and ``software`` to
+every host. A step whose exit status is judged from its output (``exit_judged``) keeps its standard output followed
+by its standard error, whatever its exit status.
 """
 from __future__ import annotations
 
@@ -61,6 +62,9 @@ NODE, NODE_INDEX, FABRIC_HOSTS = declared.HOST, 6, [f"node{i:02d}" for i in rang
 # The kernel release the simulated nodes run (Debian 12's kernel ABI form: linux-image-6.1.0-28-amd64): what
 # ``uname -r`` prints and /proc/cmdline boots, in place of this machine's own.
 KERNEL = "6.1.0-28-amd64"
+# /proc/uptime of the simulated node (``grep -H . /proc/uptime``): up one day, its 224 CPUs idle all of it (proc(5):
+# seconds up, then the CPUs' idle seconds summed). A live node's is this machine's (the nodes share its kernel).
+UPTIME = "86400.00 19353600.00"
 # Real path -> where kernelviews.write puts that view under a node's root.
 VIEWS = {"/proc/cmdline": kernelviews.CMDLINE, "/sys/kernel/iommu_groups": kernelviews.IOMMU_GROUPS,
          "/sys/devices/system/cpu/cpufreq": kernelviews.CPUFREQ, "/sys/module": kernelviews.SYS_MODULE}
@@ -195,6 +199,8 @@ class Sim:
         """What the real cat, find or grep print reading the node's kernel views (None: ``argv`` reads none)."""
         if Path(argv[0]).name == "uname" and argv[1:] == ["-r"]:
             return KERNEL + "\n"
+        if Path(argv[0]).name == "grep" and argv[1:] == ["-H", ".", "/proc/uptime"]:
+            return f"/proc/uptime:{UPTIME}\n"
         if Path(argv[0]).name not in ("cat", "find", "grep") or not any(a in VIEWS for a in argv[1:]):
             return None
         mapped = [str(self.root / VIEWS[a]) if a in VIEWS else a for a in argv]

@@ -10,6 +10,7 @@ import pytest
 
 from provision import checks, profiles
 from provision.checks import plausible
+from provision.checks.base import Check
 from provision.engine.verdict import verdict
 from tests.unit.checks import hosts_of
 from provision.report import prometheus, svg
@@ -49,7 +50,7 @@ def test_a_non_finite_figure_is_an_error(figure):
 def test_the_ceilings_come_from_the_profiles_figures():
     ref = Reference(1.0, None, None, "GB/s", "x", {})
     def bound(check, metric, profile=H100):
-        return plausible.ceiling(check, Finding("d", metric, 1.0, True, "GB/s", ref), profile)
+        return plausible.ceiling(checks.registry()[check], Finding("d", metric, 1.0, True, "GB/s", ref), profile)
     assert bound("nvbandwidth", "h2d_GBps")[0] == pytest.approx(32 * 16 * 128 / 130 / 8)  # Gen5 x16: 63.0 GB/s
     assert bound("nvbandwidth", "d2d_GBps")[0] == pytest.approx(18 * 26.562)  # NVLink4: 478.1 GB/s
     assert "gpu.nvlink of profile h100-sxm5-80g-ndr" in bound("nvbandwidth", "d2d_GBps")[1]
@@ -75,7 +76,7 @@ def test_every_healthy_capture_of_every_profile_stays_below_its_ceilings():
         for key, (check, metric) in names.items():
             if key in rows:
                 finding = Finding("d", metric, rows[key], True, "GB/s", profile.reference(check, metric))
-                found = plausible.ceiling(check, finding, profile)
+                found = plausible.ceiling(checks.registry()[check], finding, profile)
                 assert found is not None and rows[key] <= found[0], (profile_name, key, found)
                 checked += 1
     assert checked >= 9
@@ -83,7 +84,7 @@ def test_every_healthy_capture_of_every_profile_stays_below_its_ceilings():
 
 def test_a_negative_bandwidth_is_an_error():
     f = Finding("mlx5_0", "bw_avg_Gbps", -5.0, False, "Gb/s")
-    assert plausible.beyond("ib_write_bw", [f], H100) == [
+    assert plausible.beyond(checks.registry()["ib_write_bw"], [f], H100) == [
         "mlx5_0: bw_avg_Gbps = -5 Gb/s, below 0 Gb/s: no Gb/s figure is negative"]
 
 
@@ -124,6 +125,82 @@ def test_a_count_far_beyond_its_limit_is_a_failure_not_an_implausible_figure():
     """Only rates get the hundred-references ceiling: a count or a temperature has no hardware peak."""
     count = Finding("GPU0", "sbe_count", 1500, False, "", Reference(10.0, None, 0.0, "", "limit"))
     temperature = Finding("GPU0", "temp_C", 9000, False, "C", Reference(85.0, None, 0.0, "C", "limit"))
-    assert plausible.ceiling("gpu_health", count, None) is None
-    assert plausible.ceiling("gpu_health", temperature, None) is None
-    assert plausible.beyond("gpu_health", [count, temperature], None) == []
+    gpu_health = checks.registry()["gpu_health"]
+    assert plausible.ceiling(gpu_health, count, None) is None
+    assert plausible.ceiling(gpu_health, temperature, None) is None
+    assert plausible.beyond(gpu_health, [count, temperature], None) == []
+
+
+# Issue 35 item 3: what bounds a metric is its check's declaration (``Check.peaks``: metric -> a hardware peak the
+# profile gives), never a check id or a metric name in plausible.py, so a site's check is bounded as ours are.
+SITE_RDMA = '''
+"""site_rdma_read: a site's RDMA read bandwidth per HCA (a test)."""
+from provision.checks.base import Check, Finding, Step
+
+
+def parse(text):
+    return {"tool": "rdma-read", "Gbps": float(text.split()[-1])}
+
+
+CHECK = Check(id="site_rdma_read", tool="rdma-read", order=52, needs=("hca",), parsers={"rdma-read": parse},
+              steps=lambda profile, host: [Step("mlx5_0", ["rdma-read", "-d", "mlx5_0"], parser="rdma-read")],
+              judge=lambda ctx: [Finding("mlx5_0", "read_bw_Gbps", ctx.parsed["mlx5_0"]["Gbps"], True, "Gb/s")],
+              metrics={"read_bw_Gbps": "Gb/s"}, peaks={"read_bw_Gbps": "hca_port"})
+'''
+
+
+def test_a_site_checks_gbps_metric_on_an_hca_is_bounded_by_the_hca_port(tmp_path, monkeypatch):
+    (tmp_path / "site_rdma_read.py").write_text(SITE_RDMA)
+    monkeypatch.setenv(checks.CHECK_PATH_ENV, str(tmp_path))
+    check = checks.registry()["site_rdma_read"]
+
+    def run(figure: str):
+        return verdict(check, ("n1",), Scope.NODE, H100, {"mlx5_0": f"read bandwidth {figure}"},
+                       hosts_of(check, ("n1",), H100))
+    assert run("800").outcome is Outcome.PASS
+    result = run("800.5")
+    assert result.outcome is Outcome.ERROR
+    assert result.message == ("rdma-read output gave a value the hardware cannot reach: mlx5_0: read_bw_Gbps = 800.5 "
+                              "Gb/s, above 800 Gb/s, the most the hardware can do (twice hca.rate_Gbps 400 Gb/s of "
+                              "profile h100-sxm5-80g-ndr)")
+
+
+def site_copy(peaks: dict[str, str]) -> Check:
+    """A site's host-to-GPU copy check with the hardware peaks ``peaks`` (declared here, not in the package)."""
+    return Check(id="site_pinned_copy", tool="copy", order=61, needs=("gpu",), steps=lambda profile, host: [],
+                 judge=lambda ctx: [], metrics={"pinned_h2d_GBps": "GB/s"}, peaks=peaks)
+
+
+def test_a_site_checks_h2d_like_metric_is_bounded_by_the_gpus_pcie_link_it_declares():
+    ref = Reference(value=50.0, lower=-0.1, upper=None, unit="GB/s", source="test")
+    copy = Finding(device="GPU0", metric="pinned_h2d_GBps", value=70.0, ok=True, unit="GB/s", reference=ref)
+    assert plausible.beyond(site_copy({"pinned_h2d_GBps": "gpu_pcie"}), [copy], H100) == [
+        "GPU0: pinned_h2d_GBps = 70 GB/s, above 63.0154 GB/s, the most the hardware can do (PCIe Gen5 x16 peak per "
+        "direction 63.0 GB/s (gpu.pcie of profile h100-sxm5-80g-ndr))"]
+    # undeclared, the same figure has only its reference's bound; on a GB200 (NVLink-C2C) no PCIe peak applies
+    assert plausible.beyond(site_copy({}), [copy], H100) == []
+    assert plausible.ceiling(site_copy({}), copy, H100) == (
+        5000.0, "100 times the reference 50 GB/s of profile h100-sxm5-80g-ndr "
+                "(references.site_pinned_copy.pinned_h2d_GBps; no hardware peak for it)")
+    gb200 = profiles.load("gb200-nvl72")
+    assert plausible.ceiling(site_copy({"pinned_h2d_GBps": "gpu_pcie"}), copy, gb200)[0] == 5000.0  # type: ignore[index]
+
+
+def test_the_package_checks_declare_the_peaks_plausible_looked_up_by_check_id_before():
+    declared = {(c.id, metric): peak for c in checks.registry().values() for metric, peak in c.peaks.items()}
+    assert declared == {
+        ("ib_ports", "rate_Gbps"): "hca_port", ("ib_write_bw", "bw_avg_Gbps"): "hca_port",
+        ("ib_pairs", "bw_avg_Gbps"): "hca_port", ("nvbandwidth", "h2d_GBps"): "gpu_pcie",
+        ("nvbandwidth", "d2d_GBps"): "gpu_nvlink_or_pcie", ("nccl_allreduce", "busbw_GBps"): "nvlink_busbw",
+        ("nccl_cluster", "busbw_GBps"): "nvlink_busbw", ("nvlink_domain", "busbw_GBps"): "nvlink_busbw"}
+
+
+@pytest.mark.parametrize("peaks,said", [
+    ({"pinned_h2d_GBps": "pcie"}, "pinned_h2d_GBps: no hardware peak 'pcie' (known: hca_port, gpu_pcie, "),
+    ({"pinned_h2d_GBps": "hca_port"}, "pinned_h2d_GBps: in GB/s, its peak hca_port in Gb/s"),
+    ({"d2h_GBps": "gpu_pcie"}, "d2h_GBps: not one of its metrics"),
+])
+def test_a_misdeclared_peak_is_refused_with_the_check(peaks, said):
+    with pytest.raises(ValueError, match="check site_pinned_copy: peaks ") as caught:
+        site_copy(peaks)
+    assert said in str(caught.value)

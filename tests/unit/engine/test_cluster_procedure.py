@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from provision import profiles
-from provision.checks.ib_write_bw import hca_names
+from provision.fabric.model import hca_names
 from provision.checks.rules import measured
 from provision.engine import cluster
 from provision.engine.control import Control

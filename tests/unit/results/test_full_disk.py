@@ -222,10 +222,10 @@ def test_the_job_on_a_full_runs_folder_names_each_file_and_exits_5(tmpfs, tmp_pa
     monkeypatch.setattr(ansible, "run_playbook", lambda *a, **k: pytest.fail("no install in a burn-in"))
     events = []
 
-    def engine(hosts, records, rundir, transport, request, control, record):
-        results = [CheckResult("xid", (h.name,), Outcome.PASS, "ok") for h in hosts]
+    def engine(chosen, request, transport, sink):
+        results = [CheckResult("xid", (t.name,), Outcome.PASS, "ok") for t in chosen]
         for result in results:
-            record(result)  # journaled, and report.json saved once
+            sink.journal(result)  # journaled, and report.json saved once
         fill(tmpfs, 0)
         return burnin_engine.BurninOutcome(results)
 
