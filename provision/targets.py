@@ -52,7 +52,7 @@ class Target:
 
     def timeout_s(self, check) -> float:
         """Seconds ``check`` may run on this host: the site's or the set's (``timeouts``), else the check's own."""
-        return float(self.timeouts.get(check.id, check.timeout_s))
+        return float(self.timeouts.get(check.id, check.budget.timeout_s))
 
     def with_os(self, os_release: Mapping[str, str]) -> Target:
         """This target once its node's /etc/os-release fields are read: the profile for its NVIDIA repository folder

@@ -35,7 +35,8 @@ def default_rows() -> tuple[layers.DefaultRows, ...]:
     """Every registered check's default reference rows (``Check.references``), in run order: the lowest layer of a
     profile's references. ``provision.profiles`` sits below the checks and takes them from here (registered with
     ``layers.provide`` as this package is imported), laying each check's under the profiles it applies to."""
-    return tuple(layers.DefaultRows(c.id, tuple(c.needs), c.references) for c in registry().values() if c.references)
+    return tuple(layers.DefaultRows(c.id, tuple(c.placement.needs), c.data.references) for c in registry().values()
+                 if c.data.references)
 
 
 layers.provide(default_rows)
@@ -67,7 +68,7 @@ def _found() -> list[tuple[Check, str]]:
                              + (" twice" if check.id in found else ""))
         found[check.id] = (check, doc)
     for check, _doc in found.values():
-        unknown = [c for c in check.references_from if c not in found]
+        unknown = [c for c in check.data.references_from if c not in found]
         if unknown:
             raise ProvisionError(f"check {check.id} judges by the references of {', '.join(unknown)}: no such check")
     for check_id, (check, doc) in list(found.items()):
@@ -75,7 +76,8 @@ def _found() -> list[tuple[Check, str]]:
             if check.gathers not in found:
                 raise ProvisionError(f"check {check_id} gathers the outputs of {check.gathers}: no such check")
             source = found[check.gathers][0]
-            found[check_id] = (dataclasses.replace(check, parsers={**source.parsers, **check.parsers}), doc)
+            parsers = {**source.data.parsers, **check.data.parsers}
+            found[check_id] = (dataclasses.replace(check, data=dataclasses.replace(check.data, parsers=parsers)), doc)
     return sorted(found.values(), key=lambda pair: (pair[0].scope is not Scope.NODE, pair[0].order, pair[0].id))
 
 
@@ -91,7 +93,7 @@ def _package_checks() -> list[tuple[str, Check, str]]:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(module, "CHECK"):
-            out.append((info.name, _declared(module), module.__doc__ or ""))
+            out.append((info.name, module.CHECK, module.__doc__ or ""))
     return out
 
 
@@ -113,14 +115,6 @@ def _site_checks() -> list[tuple[str, Check, str]]:
             if hasattr(module, "CHECK"):
                 out.append((path.stem, module.CHECK, module.__doc__ or ""))
     return out
-
-
-def _declared(module) -> Check:
-    """A package module's ``CHECK``, bounded by the module's ``PEAKS`` (metric -> hardware peak, ``Check.peaks``)
-    where the declaration names none: the package's checks write them beside ``PARAMS`` until their declarations say
-    ``peaks=PEAKS`` as they say ``params=PARAMS`` (a site's check says ``Check(peaks=...)``)."""
-    peaks = getattr(module, "PEAKS", None)
-    return dataclasses.replace(module.CHECK, peaks=dict(peaks)) if peaks and not module.CHECK.peaks else module.CHECK
 
 
 __all__ = ["Check", "Finding", "Outcome", "Role", "Scope", "Step", "registry", "ids", "markdown_table", "platforms",

@@ -1,7 +1,14 @@
 """What a burn-in check is: the declaration each check module makes.
 
-A check module declares ``CHECK = Check(...)``: its id (= module name), the tool it runs,
-its ``order`` (lower runs first), its ``scope``, the platform traits it needs (``needs``; ``rules`` for a rule
+A check module declares ``CHECK = Check(...)``: its id (= module name), the tool it runs, its ``order`` (lower
+runs first), two pure functions (below) and three typed parts, each handled by its own stage of the engine:
+``Placement`` (where it runs: scope, platform traits, NVLink domain, the checks whose outputs it reads; the
+placement stage, ``provision.engine.placement``), ``Budget`` (what it costs and when it is chosen: timeout, expected
+time, sets, optional; the selection and each job's timeout) and ``Data`` (what it measures and how that is read and
+bounded: metrics, params, default references, hardware peaks, parsers, role; the data stage,
+``provision.engine.verdict``). Code two checks share lives in ``provision.checks.common``, never in one of them.
+
+Its ``scope``, the platform traits it needs (``needs``; ``rules`` for a rule
 that applies on fewer platforms than its check: ``provision.profiles.PLATFORMS``), its timeout,
 the metrics it reports (name -> unit), the JSON Schema of each reference's ``params`` (metric ->
 ``{"required": [...], "properties": {...}}``: the test parameters its command is built from,
@@ -187,90 +194,183 @@ SETS = (
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where a check runs, which the engine's placement stage decides before anything runs
+    (``provision.engine.placement``, ``provision.engine.jobs``).
+
+    ``scope``: node, pair, group or cluster. ``needs``: the platform traits it needs (``provision.profiles.PLATFORMS``);
+    ``rules``: rule (its metric or step) -> the traits it needs besides ``needs``, for a rule that applies on fewer
+    platforms than its check (gpu_health's PCIe width: ("pcie_gpu",)). ``per_nvlink_domain``: a group check run once
+    per NVLink domain (the hosts sharing ``provision_nvlink_domain``) rather than once per profile; a host of such a job
+    with no domain makes the job an error. ``uses``: earlier node checks whose outputs on the same node its steps are
+    built from (gpudirect pairs each HCA with its nearest GPU from this run's ``nvidia-smi topo -m``): the engine runs
+    them first and calls ``steps(profile, host, seen)`` with ``seen`` = check id -> that check's parsed outputs; a check
+    they could not give outputs for is an error of this one; called as ``steps(profile, host)`` (a re-evaluation, a
+    plan) it builds the same step keys and parsers from the profile alone. ``gathers``: a group check that runs no
+    tool and judges the outputs that node check gave on each of its hosts in this run (firmware_fleet compares
+    firmware's versions across a profile's hosts): its steps are that check's steps once per host, keyed
+    ``<host>/<step key>`` (``gathered_steps``); a host whose outputs are missing is left out of ``ctx.parsed``, and its
+    judge names it; it runs with the node checks (``--scope node`` too), since its source does."""
+
+    scope: Scope = Scope.NODE
+    needs: tuple[str, ...] = ()
+    rules: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    per_nvlink_domain: bool = False
+    uses: tuple[str, ...] = ()
+    gathers: str = ""
+
+    def problems(self) -> list[str]:
+        """What is wrong with this placement, one phrase each ([] when nothing)."""
+        from provision.profiles import FEATURES  # the traits Profile.has answers
+
+        out = []
+        unknown = sorted({n for n in self.needs + sum(self.rules.values(), ()) if n not in FEATURES})
+        if unknown:  # a misspelt trait would turn the check off everywhere, or fail every run
+            out.append(f"unknown platform traits {', '.join(unknown)} (known: {', '.join(FEATURES)})")
+        if self.per_nvlink_domain and self.scope is not Scope.GROUP:  # a domain is a group of hosts
+            out.append(f"per_nvlink_domain needs scope group, not {self.scope.value}")
+        if self.gathers and self.scope is not Scope.GROUP:  # it compares hosts
+            out.append(f"gathers needs scope group, not {self.scope.value}")
+        if self.uses and self.scope is not Scope.NODE:  # the outputs it uses are its own node's
+            out.append(f"uses needs scope node, not {self.scope.value}")
+        return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a check costs and when it is chosen, which the engine's selection and each job's timeout read
+    (``provision.engine.burnin.chosen``, ``provision.targets.Target.timeout_s``, ``provision.checks.sets``).
+
+    ``timeout_s``: how long one of its steps may run (a site's ``provision_check_timeouts`` or a set's may change it).
+    ``expected_s``: how long its steps take on one node (profile -> seconds), for a check whose tools run for a set
+    time; None: a short check, its timeout bounds it (``provision.checks.sets.time_per_node``). ``sets``: the named
+    check sets it belongs to (``burnin --check-set quick``). ``optional``: run only when a set or ``--checks`` names
+    it, never in a run of every check (dcgm_mndiag: an hour of stress over a whole NVLink domain). ``set_params``: set
+    name -> how it runs there (``InSet``: its test parameters and timeout)."""
+
+    timeout_s: float = 120.0
+    expected_s: Callable[[Any], float] | None = None
+    sets: tuple[str, ...] = ()
+    optional: bool = False
+    set_params: dict[str, InSet] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Data:
+    """What a check measures and how its outputs are read and bounded, which the engine's data stage reads
+    (``provision.engine.verdict``, ``provision.checks.references``, ``provision.engine.cluster``).
+
+    ``metrics``: name -> unit. ``params``: metric -> the JSON Schema of its references' ``params`` (``{"required":
+    [...], "properties": {...}}``: the test parameters its command is built from, checked against every profile).
+    ``references``: its default reference rows (metric -> a row as a profile writes it: value, unit, lower, upper,
+    params, source, estimate), for limits that hold on every platform the check applies to: merged into every profile
+    it applies to, under site_references.yaml, the profile's own rows and the inventory's
+    ``provision_reference_overrides`` (``provision.profiles.layers``). ``references_from``: checks whose references it
+    judges against besides its own (ib_pairs judges by ib_write_bw's row). ``peaks``: metric -> the hardware peak it is
+    bounded by (a name of ``plausible.HARDWARE_PEAKS`` in the metric's unit: ib_write_bw's ``{"bw_avg_Gbps":
+    "hca_port"}``); a rate with none is bounded by a hundred times its reference. ``parsers``: a site's check reading a
+    tool no package parser reads: parser name -> parse(text) (the package's checks have none). ``role``: the part a
+    multi-host check plays in the fabric-aware cluster procedure (``Role``), which finds its checks by role."""
+
+    metrics: dict[str, str] = field(default_factory=dict)
+    params: dict[str, dict] = field(default_factory=dict)
+    references: dict[str, dict] = field(default_factory=dict)
+    references_from: tuple[str, ...] = ()
+    peaks: dict[str, str] = field(default_factory=dict)
+    parsers: dict[str, Parser] = field(default_factory=dict)
+    role: Role | None = None
+
+    def problems(self) -> list[str]:
+        """What is wrong with this declaration, one phrase each ([] when nothing)."""
+        from provision.checks.plausible import misdeclared
+
+        out = []
+        wrong = misdeclared(self.peaks, self.metrics)
+        if wrong:  # a misspelt peak would leave the metric bounded by its reference alone, unnoticed
+            out.append(f"peaks {'; '.join(wrong)}")
+        shadowed = sorted(set(self.parsers) & set(PARSERS))
+        if shadowed:  # one name, one parser: a step's output reads the same wherever it is parsed
+            out.append(f"its own parsers {', '.join(shadowed)} are provision parse's names")
+        return out
+
+
+PARTS = {Placement: "placement", Budget: "budget", Data: "data"}
+
+
+@dataclass(frozen=True, init=False)
 class Check:
+    """A check: its ``id`` (= module name), the ``tool`` it runs, its ``order`` (lower runs first), its two pure
+    functions ``steps`` and ``judge``, and its three typed parts, each read by its own stage of the engine:
+    ``placement`` (``Placement``: scope, platform traits, NVLink domain, the checks whose outputs it reads), ``budget``
+    (``Budget``: timeout, expected time, sets) and ``data`` (``Data``: metrics, params, default references, hardware
+    peaks, parsers, role).
+
+    ``Check(..., scope=Scope.PAIR, timeout_s=60)``, the parts' fields given flat (a site's check written before the
+    parts), is the same declaration: each field goes to its part. The parts' fields read flat too (``check.scope``),
+    for the readers outside the engine. Raises ValueError for a field no part has, a part given both whole and by
+    its fields, or a declaration that contradicts itself (``Placement.problems``, ``Data.problems``, a role whose
+    scope is not the check's)."""
+
     id: str
     tool: str
     steps: Callable[..., list[Step]]  # (profile, target) -> steps; (profile, host, seen) for a check that uses others
     judge: Callable[[Context], list[Finding]]
     order: int
-    needs: tuple[str, ...] = ()
-    scope: Scope = Scope.NODE
-    timeout_s: float = 120.0
-    metrics: dict[str, str] = field(default_factory=dict)
-    params: dict[str, dict] = field(default_factory=dict)
-    # Default reference rows (metric -> a row as a profile writes it: value, unit, lower, upper, params, source,
-    # estimate), for limits that hold on every platform the check applies to (its ``needs``): merged into every
-    # profile the check applies to, under site_references.yaml, the profile's own rows (a profile lists only the rows
-    # its hardware changes; its row of the same metric replaces this one whole) and the inventory's
-    # ``provision_reference_overrides`` (which changes fields of a row, or adds a complete one):
-    # ``provision.profiles.layers``.
-    references: dict[str, dict] = field(default_factory=dict)
-    # The hardware peak each measured metric is bounded by (metric -> a name of ``plausible.HARDWARE_PEAKS`` in the
-    # metric's unit: ib_write_bw's ``{"bw_avg_Gbps": "hca_port"}``): a figure above what the host's profile gives for
-    # it is a broken tool or a forged output, an error (``provision.checks.plausible``). A rate with none is bounded
-    # by a hundred times its reference.
-    peaks: dict[str, str] = field(default_factory=dict)
-    role: Role | None = None
-    sets: tuple[str, ...] = ()  # the named check sets it belongs to (``burnin --check-set quick``)
-    # Run only when a set (``sets``) or ``--checks`` names it, never in a run of every check (dcgm_mndiag: an
-    # hour of stress over a whole NVLink domain).
-    optional: bool = False
-    set_params: dict[str, InSet] = field(default_factory=dict)  # set name -> how it runs there (``InSet``)
-    # How long its steps take on one node (profile -> seconds), for a check whose tools run for a set time;
-    # None: a short check, its timeout bounds it (``provision.checks.sets.time_per_node``).
-    expected_s: Callable[[Any], float] | None = None
-    # Checks whose profile references this one judges against besides its own (by their metrics and params).
-    references_from: tuple[str, ...] = ()
-    # A site's check reading a tool no package parser reads: parser name -> parse(text). The package's
-    # checks have none: every parser they name is one ``provision parse`` knows.
-    parsers: dict[str, Parser] = field(default_factory=dict)
-    # Rules that apply on fewer platforms than the check: rule (its metric or step) -> the platform traits it
-    # needs besides ``needs`` (``provision.profiles.PLATFORMS``), e.g. gpu_health's PCIe width: ("pcie_gpu",).
-    rules: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # A group check run once per NVLink domain (the hosts sharing ``provision_nvlink_domain``) rather than once per
-    # profile (``provision.engine.jobs.plan``); a host of such a job with no domain makes the job an error.
-    per_nvlink_domain: bool = False
-    # Earlier node checks whose outputs on the same node this check's steps are built from (gpudirect pairs each HCA
-    # with its nearest GPU from this run's ``nvidia-smi topo -m``): the engine runs them first and calls
-    # ``steps(profile, host, seen)`` with ``seen`` = check id -> that check's parsed outputs (step key -> parse
-    # result); a check they could not give outputs for is an error of this one. Called as ``steps(profile, host)``
-    # (a re-evaluation, a plan) it builds the same step keys and parsers from the profile alone.
-    uses: tuple[str, ...] = ()
-    # A group check that runs no tool: it judges the outputs the node check ``gathers`` gave on each of its hosts in
-    # this run (firmware_fleet compares firmware's versions across a profile's hosts). Its steps are that check's
-    # steps once per host, keyed ``<host>/<step key>`` (``gathered_steps``); a host whose outputs are missing (its
-    # check errored) is left out of ``ctx.parsed``, and its judge names it. It runs with the node checks (``--scope
-    # node`` too), since its source does.
-    gathers: str = ""
+    placement: Placement = Placement()
+    budget: Budget = Budget()
+    data: Data = Data()
+
+    def __init__(self, id: str, tool: str, steps: Callable[..., list[Step]],  # noqa: A002, PLR0913 (the fields)
+                 judge: Callable[[Context], list[Finding]], order: int, placement: Placement | None = None,
+                 budget: Budget | None = None, data: Data | None = None, **flat: Any) -> None:
+        given = {"placement": placement, "budget": budget, "data": data}
+        for kind, name in PARTS.items():
+            names = [f for f in kind.__dataclass_fields__ if f in flat]
+            if names and given[name] is not None:
+                raise ValueError(f"check {id}: {', '.join(names)} given beside {name}=; give them in the {name}")
+            if given[name] is None:
+                given[name] = kind(**{f: flat.pop(f) for f in names})
+        if flat:
+            raise ValueError(f"check {id}: no such field {', '.join(sorted(flat))} (fields of Placement, Budget "
+                             "and Data, or the parts themselves)")
+        for name, value in (("id", id), ("tool", tool), ("steps", steps), ("judge", judge), ("order", order),
+                            *given.items()):
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        from provision.checks.plausible import misdeclared
-        from provision.profiles import FEATURES  # the traits Profile.has answers
+        role, scope = self.data.role, self.placement.scope
+        wrong = self.placement.problems() + self.data.problems()
+        if role is not None and scope is not role.scope:  # the procedure runs it as its role's jobs
+            wrong.append(f"role {role.value} needs scope {role.scope.value}, not {scope.value}")
+        if wrong:
+            raise ValueError(f"check {self.id}: {'; '.join(wrong)}")
 
-        unknown = sorted({n for n in self.needs + sum(self.rules.values(), ()) if n not in FEATURES})
-        if unknown:  # a misspelt trait would turn the check off everywhere, or fail every run
-            raise ValueError(f"check {self.id}: unknown platform traits {', '.join(unknown)} "
-                             f"(known: {', '.join(FEATURES)})")
-        if self.role is not None and self.scope is not self.role.scope:  # the procedure runs it as its role's jobs
-            raise ValueError(f"check {self.id}: role {self.role.value} needs scope {self.role.scope.value}, "
-                             f"not {self.scope.value}")
-        if self.per_nvlink_domain and self.scope is not Scope.GROUP:  # a domain is a group of hosts
-            raise ValueError(f"check {self.id}: per_nvlink_domain needs scope group, not {self.scope.value}")
-        if self.gathers and self.scope is not Scope.GROUP:  # it compares hosts
-            raise ValueError(f"check {self.id}: gathers needs scope group, not {self.scope.value}")
-        if self.uses and self.scope is not Scope.NODE:  # the outputs it uses are its own node's
-            raise ValueError(f"check {self.id}: uses needs scope node, not {self.scope.value}")
-        wrong = misdeclared(self.peaks, self.metrics)
-        if wrong:  # a misspelt peak would leave the metric bounded by its reference alone, unnoticed
-            raise ValueError(f"check {self.id}: peaks {'; '.join(wrong)}")
-        shadowed = sorted(set(self.parsers) & set(PARSERS))
-        if shadowed:  # one name, one parser: a step's output reads the same wherever it is parsed
-            raise ValueError(f"check {self.id}: its own parsers {', '.join(shadowed)} are provision parse's names")
+    # The parts' fields, read flat (the engine's stages read the parts themselves).
+    scope = property(lambda self: self.placement.scope)
+    needs = property(lambda self: self.placement.needs)
+    rules = property(lambda self: self.placement.rules)
+    per_nvlink_domain = property(lambda self: self.placement.per_nvlink_domain)
+    uses = property(lambda self: self.placement.uses)
+    gathers = property(lambda self: self.placement.gathers)
+    timeout_s = property(lambda self: self.budget.timeout_s)
+    expected_s = property(lambda self: self.budget.expected_s)
+    sets = property(lambda self: self.budget.sets)
+    optional = property(lambda self: self.budget.optional)
+    set_params = property(lambda self: self.budget.set_params)
+    metrics = property(lambda self: self.data.metrics)
+    params = property(lambda self: self.data.params)
+    references = property(lambda self: self.data.references)
+    references_from = property(lambda self: self.data.references_from)
+    peaks = property(lambda self: self.data.peaks)
+    parsers = property(lambda self: self.data.parsers)
+    role = property(lambda self: self.data.role)
 
     def not_applicable(self, profile, rule: str | None = None) -> str:
         """Why this check (or its ``rule``) does not apply to ``profile``: the platform traits it needs that the
         profile lacks, each with what the profile says instead; '' when it applies."""
-        return profile.lacking(self.needs + (self.rules[rule] if rule is not None else ()))
+        needs = self.placement.needs
+        return profile.lacking(needs + (self.placement.rules[rule] if rule is not None else ()))
 
     def applies(self, profile, rule: str | None = None) -> bool:
         """Whether this check (or its ``rule``) applies to ``profile`` (see ``not_applicable``)."""
@@ -279,7 +379,7 @@ class Check:
     def parse_output(self, parser: str, text: str) -> dict:
         """``text`` read by the parser named ``parser`` (the check's own, else ``provision parse``'s);
         ParseError when it is not that tool's output or no parser has that name."""
-        own = self.parsers.get(parser)  # a gathers check holds its source's parsers too (provision.checks.registry)
+        own = self.data.parsers.get(parser)  # a gathers check holds its source's parsers too (checks.registry)
         if own is None:
             return parse_tool(parser, text)
         check_size(text)  # the bounds parse_tool holds every output to

@@ -33,7 +33,7 @@ A run that could not complete (dcgmi's "Unable to complete multi-node diagnostic
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Scope, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Scope, Step
 from provision.errors import ParseError, ProfileError
 
 MAX_HOSTS = 72  # DCGM_MAX_NUM_HOSTS, NVIDIA/DCGM dcgmlib/dcgm_structs.h (72fa3fe)
@@ -127,8 +127,7 @@ def _host(host, entry: dict | None, count: int, cut: tuple[int | None, bool, str
     return out
 
 
-CHECK = Check(id="dcgm_mndiag", order=118, tool="dcgmi mndiag", steps=steps, judge=judge,
-              sets=("acceptance",), optional=True, needs=("gpu", "imex", "mndiag"), scope=Scope.GROUP,
-              per_nvlink_domain=True,
-              timeout_s=TIME_TO_RUN_S + 600,
-              metrics={"mndiag_result": "", "mndiag_gpus": "", "mndiag_gpu_result": ""})
+CHECK = Check(id="dcgm_mndiag", tool="dcgmi mndiag", steps=steps, judge=judge, order=118,
+              placement=Placement(scope=Scope.GROUP, needs=("gpu", "imex", "mndiag"), per_nvlink_domain=True),
+              budget=Budget(timeout_s=TIME_TO_RUN_S + 600, sets=("acceptance",), optional=True),
+              data=Data(metrics={"mndiag_result": "", "mndiag_gpus": "", "mndiag_gpu_result": ""}))

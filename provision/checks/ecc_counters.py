@@ -18,7 +18,7 @@ tests/data/samples/smi_query_csv_b300x7_in_watch.txt); no real capture of these 
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
 
@@ -72,7 +72,8 @@ REFERENCES: dict[str, dict] = {
                                    "source": f"{AZNHC}, volatile and aggregate alike"},
 }
 
-CHECK = Check(id="ecc_counters", order=25, tool="nvidia-smi --query-gpu=ecc.*", steps=steps, judge=judge,
-              sets=("quick", "deep"), needs=("gpu", "ecc"), timeout_s=60,
-              metrics={"gpu_count": "", **{metric: "errors" for metric in CORRECTED.values()}}, params=PARAMS,
-              references=REFERENCES)
+CHECK = Check(id="ecc_counters", tool="nvidia-smi --query-gpu=ecc.*", steps=steps, judge=judge, order=25,
+              placement=Placement(needs=("gpu", "ecc")),
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={"gpu_count": "", **{metric: "errors" for metric in CORRECTED.values()}},
+                        params=PARAMS, references=REFERENCES))

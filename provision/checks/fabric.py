@@ -12,7 +12,7 @@ complete dump). The plane is what the cluster procedure routes pairs and groups 
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Role, Scope, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Role, Scope, Step
 from provision.checks.rules import expect
 from provision.errors import ProfileError
 from provision.fabric.discover import planes
@@ -71,6 +71,7 @@ def _action(code: str) -> str:
     return faults.action(code)
 
 
-CHECK = Check(id="fabric", order=100, tool="ibnetdiscover", steps=steps, judge=judge, needs=("hca",),
-              sets=("deep",),
-              scope=Scope.CLUSTER, timeout_s=120, metrics={}, role=Role.FABRIC_DISCOVERY)
+CHECK = Check(id="fabric", tool="ibnetdiscover", steps=steps, judge=judge, order=100,
+              placement=Placement(scope=Scope.CLUSTER, needs=("hca",)),
+              budget=Budget(timeout_s=120, sets=("deep",)),
+              data=Data(metrics={}, role=Role.FABRIC_DISCOVERY))

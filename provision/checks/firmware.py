@@ -20,7 +20,7 @@ versions recorded (report.json keeps them, firmware_fleet compares them).
 from __future__ import annotations
 
 from provision.checks import versions
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Step
 from provision.fabric.model import hca_names
 
 ODD, SPLIT, MANIFEST = "FIRMWARE_ODD_ONE_OUT", "FIRMWARE_SPLIT", "FIRMWARE_NOT_IN_MANIFEST"
@@ -48,5 +48,7 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="firmware", order=33, tool="nvidia-smi -q -x + ibv_devinfo + dmidecode + ipmitool mc info",
-              steps=steps, judge=judge, sets=("quick", "deep"), timeout_s=30, metrics={})
+CHECK = Check(id="firmware", tool="nvidia-smi -q -x + ibv_devinfo + dmidecode + ipmitool mc info", steps=steps,
+              judge=judge, order=33,
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={}))

@@ -21,7 +21,7 @@ comparison, and a ``left_out`` fact names it.
 from __future__ import annotations
 
 from provision.checks import registry, versions
-from provision.checks.base import Check, Context, Finding, Scope, gathered_steps, split_key
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Scope, gathered_steps, split_key
 from provision.fabric.model import hca_names
 from provision.results.hostlist import fold
 
@@ -57,5 +57,7 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="firmware_fleet", order=110, tool="(firmware's outputs)", steps=steps, judge=judge,
-              sets=("quick", "deep"), scope=Scope.GROUP, gathers="firmware", timeout_s=60, metrics={})
+CHECK = Check(id="firmware_fleet", tool="(firmware's outputs)", steps=steps, judge=judge, order=110,
+              placement=Placement(scope=Scope.GROUP, gathers="firmware"),
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={}))

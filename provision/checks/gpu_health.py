@@ -34,7 +34,7 @@ import collections
 import dataclasses
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect, measured
 
 # Clock event reasons that mean hardware trouble; idle, application clocks, SW power cap and
@@ -172,7 +172,7 @@ PARAMS: dict[str, dict] = {
 }
 
 
-CHECK = Check(id="gpu_health", order=10, tool="nvidia-smi -q -x", steps=steps, judge=judge,
-              sets=("quick", "deep"),
-              needs=("gpu",), rules={"pcie": ("pcie_gpu",)},
-              timeout_s=60, metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS)
+CHECK = Check(id="gpu_health", tool="nvidia-smi -q -x", steps=steps, judge=judge, order=10,
+              placement=Placement(needs=("gpu",), rules={"pcie": ("pcie_gpu",)}),
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS))

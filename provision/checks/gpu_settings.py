@@ -20,7 +20,7 @@ A value the GPU does not report (N/A) is not judged for that rule; a GPU reporti
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect
 from provision.errors import ParseError
 
@@ -58,5 +58,7 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="gpu_settings", order=36, tool="nvidia-smi -q -x", steps=steps, judge=judge, needs=("gpu",),
-              sets=("quick", "deep"), timeout_s=30, metrics={})
+CHECK = Check(id="gpu_settings", tool="nvidia-smi -q -x", steps=steps, judge=judge, order=36,
+              placement=Placement(needs=("gpu",)),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={}))

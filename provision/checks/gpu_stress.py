@@ -34,7 +34,7 @@ import dataclasses
 import re
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, InSet, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, InSet, Placement, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
 
@@ -134,8 +134,9 @@ PARAMS = {
 }
 
 
-CHECK = Check(id="gpu_stress", order=90, tool="gpu_burn + dcgmi diag", steps=steps, judge=judge,
-              sets=("deep",), set_params={"acceptance": InSet({"gflops": {"duration_s": ACCEPTANCE_BURN_S}},
-                                                              timeout_s=ACCEPTANCE_TIMEOUT_S)},
-              expected_s=expected_s,
-              needs=("gpu",), timeout_s=1800, metrics={"gflops": "Gflop/s"}, params=PARAMS)
+CHECK = Check(id="gpu_stress", tool="gpu_burn + dcgmi diag", steps=steps, judge=judge, order=90,
+              placement=Placement(needs=("gpu",)),
+              budget=Budget(timeout_s=1800, expected_s=expected_s, sets=("deep",),
+                            set_params={"acceptance": InSet({"gflops": {"duration_s": ACCEPTANCE_BURN_S}},
+                                                              timeout_s=ACCEPTANCE_TIMEOUT_S)}),
+              data=Data(metrics={"gflops": "Gflop/s"}, params=PARAMS))

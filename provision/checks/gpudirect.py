@@ -20,7 +20,7 @@ no CUDA lines measured host memory, not GPUDirect, and is an error. Findings nam
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Ready, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Ready, Step
 from provision.checks.rules import measured
 from provision.checks.common.topo_paths import PATH_RANK
 from provision.checks import faults
@@ -112,6 +112,7 @@ PARAMS = {
     },
 }
 
-CHECK = Check(id="gpudirect", order=55, tool="ib_write_bw --use_cuda", steps=steps, judge=judge,
-              needs=("gpu", "hca"), uses=("topology",), sets=("quick", "deep"), timeout_s=30,
-              metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS)
+CHECK = Check(id="gpudirect", tool="ib_write_bw --use_cuda", steps=steps, judge=judge, order=55,
+              placement=Placement(needs=("gpu", "hca"), uses=("topology",)),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS))

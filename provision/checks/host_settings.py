@@ -31,7 +31,7 @@ Rules:
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Step
 from provision.checks.rules import expect
 from provision.errors import ParseError
 
@@ -111,5 +111,6 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="host_settings", order=38, tool="/proc + sysfs + ibv_devinfo", steps=steps, judge=judge,
-              sets=("quick", "deep"), timeout_s=30, metrics={})
+CHECK = Check(id="host_settings", tool="/proc + sysfs + ibv_devinfo", steps=steps, judge=judge, order=38,
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={}))

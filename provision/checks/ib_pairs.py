@@ -11,7 +11,7 @@ https://github.com/Azure/azurehpc-health-checks). Pairs and rounds come from the
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Role, Scope, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Role, Scope, Step
 from provision.checks.common.perftest import bandwidth, perftest_steps
 
 
@@ -27,7 +27,8 @@ def judge(ctx: Context) -> list[Finding]:
 PEAKS = {"bw_avg_Gbps": "hca_port"}
 
 
-CHECK = Check(id="ib_pairs", order=110, tool="ib_write_bw", steps=steps, judge=judge, needs=("hca",),
-              sets=("deep",),
-              scope=Scope.PAIR, timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, role=Role.PAIR_EVIDENCE,
-              references_from=("ib_write_bw",))
+CHECK = Check(id="ib_pairs", tool="ib_write_bw", steps=steps, judge=judge, order=110,
+              placement=Placement(scope=Scope.PAIR, needs=("hca",)),
+              budget=Budget(timeout_s=60, sets=("deep",)),
+              data=Data(metrics={"bw_avg_Gbps": "Gb/s"}, references_from=("ib_write_bw",), peaks=PEAKS,
+                        role=Role.PAIR_EVIDENCE))

@@ -6,7 +6,7 @@ Ethernet ports (RoCE, storage) are not counted.
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect
 
 
@@ -33,7 +33,7 @@ def judge(ctx: Context) -> list[Finding]:
 PEAKS = {"rate_Gbps": "hca_port"}
 
 
-CHECK = Check(id="ib_ports", order=46,
-              sets=("quick", "deep"),
-              tool="ibstat", steps=steps, judge=judge, needs=("hca",), timeout_s=30,
-              metrics={"ib_port_count": "", "rate_Gbps": "Gb/s"})
+CHECK = Check(id="ib_ports", tool="ibstat", steps=steps, judge=judge, order=46,
+              placement=Placement(needs=("hca",)),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={"ib_port_count": "", "rate_Gbps": "Gb/s"}, peaks=PEAKS))

@@ -8,7 +8,7 @@ params give the message size, duration and direction. The steps and the judging 
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.common.perftest import bandwidth, perftest_steps
 
 
@@ -41,6 +41,7 @@ PARAMS = {
 PEAKS = {"bw_avg_Gbps": "hca_port"}
 
 
-CHECK = Check(id="ib_write_bw", order=50, tool="ib_write_bw", steps=steps, judge=judge, needs=("hca",),
-              sets=("quick", "deep"),
-              timeout_s=60, metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS)
+CHECK = Check(id="ib_write_bw", tool="ib_write_bw", steps=steps, judge=judge, order=50,
+              placement=Placement(needs=("hca",)),
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS, peaks=PEAKS))

@@ -31,7 +31,7 @@ boards) is skipped by the engine (``needs=("imex",)``).
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.common.imex_nodes import entry_of, names_of
 from provision.checks.rules import expect
 from provision.parsers.imex_ctl import CONNECTED, READY
@@ -102,9 +102,8 @@ def _connections(nodes: list[dict]) -> Finding:
                    detail=", ".join(down[:SHOWN_PAIRS]) + more)
 
 
-CHECK = Check(id="imex", order=46,
-              sets=("quick", "deep"),
-              tool="nvidia-imex-ctl -N -j -H", steps=steps, judge=judge, needs=("imex",),
-              timeout_s=60, metrics={"imex_domain_state": "", "imex_daemon_status": "", "imex_node_status": "",
-                                     "imex_pairs_not_connected": "", "imex_channel0_present": "",
-                                     "imex_node_listed": ""})
+CHECK = Check(id="imex", tool="nvidia-imex-ctl -N -j -H", steps=steps, judge=judge, order=46,
+              placement=Placement(needs=("imex",)),
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={"imex_domain_state": "", "imex_daemon_status": "", "imex_node_status": "",
+                                 "imex_pairs_not_connected": "", "imex_channel0_present": "", "imex_node_listed": ""}))

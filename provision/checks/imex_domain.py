@@ -15,7 +15,7 @@ nodes in nodes_config.cfg.
 from __future__ import annotations
 
 from provision.checks import faults, registry
-from provision.checks.base import Check, Context, Finding, Scope, gathered_steps, split_key
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Scope, gathered_steps, split_key
 from provision.checks.common.imex_nodes import entry_of
 from provision.errors import ParseError
 from provision.results.hostlist import fold
@@ -54,6 +54,7 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="imex_domain", order=108, tool="(imex's outputs)", steps=steps, judge=judge, needs=("imex",),
-              sets=("quick", "deep"), scope=Scope.GROUP, gathers="imex", per_nvlink_domain=True, timeout_s=60,
-              metrics={"imex_trays_missing": ""})
+CHECK = Check(id="imex_domain", tool="(imex's outputs)", steps=steps, judge=judge, order=108,
+              placement=Placement(scope=Scope.GROUP, needs=("imex",), per_nvlink_domain=True, gathers="imex"),
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={"imex_trays_missing": ""}))

@@ -8,7 +8,7 @@ iterations), and fails on any wrong result or out-of-bounds value. Validation is
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.common.allreduce import SWEEP, allreduce
 
 
@@ -46,7 +46,7 @@ PARAMS = {
 PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 
-CHECK = Check(id="nccl_allreduce", order=70,
-              sets=("deep",),
-              tool="all_reduce_perf", steps=steps, judge=judge, needs=("gpu",),
-              timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS)
+CHECK = Check(id="nccl_allreduce", tool="all_reduce_perf", steps=steps, judge=judge, order=70,
+              placement=Placement(needs=("gpu",)),
+              budget=Budget(timeout_s=300, sets=("deep",)),
+              data=Data(metrics={"busbw_GBps": "GB/s"}, params=PARAMS, peaks=PEAKS))

@@ -17,7 +17,7 @@ and the ring crosses the InfiniBand fabric; the domain itself is the nvlink_doma
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Role, Scope, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Role, Scope, Step
 from provision.checks.common.allreduce import SWEEP, allreduce
 
 
@@ -55,7 +55,7 @@ PARAMS = {
 PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 
-CHECK = Check(id="nccl_cluster", order=120, tool="mpirun", steps=steps, judge=judge,
-              sets=("deep",),
-              needs=("gpu", "hca"), scope=Scope.GROUP, timeout_s=300, metrics={"busbw_GBps": "GB/s"}, params=PARAMS,
-              role=Role.GROUP_EVIDENCE)
+CHECK = Check(id="nccl_cluster", tool="mpirun", steps=steps, judge=judge, order=120,
+              placement=Placement(scope=Scope.GROUP, needs=("gpu", "hca")),
+              budget=Budget(timeout_s=300, sets=("deep",)),
+              data=Data(metrics={"busbw_GBps": "GB/s"}, params=PARAMS, peaks=PEAKS, role=Role.GROUP_EVIDENCE))

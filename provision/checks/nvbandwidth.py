@@ -21,7 +21,7 @@ from __future__ import annotations
 
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
 
@@ -109,6 +109,7 @@ PARAMS = {
 PEAKS = {"h2d_GBps": "gpu_pcie", "d2d_GBps": "gpu_nvlink_or_pcie"}
 
 
-CHECK = Check(id="nvbandwidth", order=60, tool="nvbandwidth", steps=steps, judge=judge, needs=("gpu",),
-              sets=("deep",),
-              timeout_s=300, metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"}, params=PARAMS)
+CHECK = Check(id="nvbandwidth", tool="nvbandwidth", steps=steps, judge=judge, order=60,
+              placement=Placement(needs=("gpu",)),
+              budget=Budget(timeout_s=300, sets=("deep",)),
+              data=Data(metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"}, params=PARAMS, peaks=PEAKS))

@@ -18,7 +18,7 @@ A profile without NVLink (``gpu.nvlink`` missing or ``links: 0``) is skipped by 
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect
 from provision.profiles.hardware import NVLink
 
@@ -65,7 +65,7 @@ def _gpu(device: str, links: list[dict], nv: NVLink) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="nvlink", order=44,
-              sets=("quick", "deep"),
-              tool="nvidia-smi nvlink -s", steps=steps, judge=judge, needs=("gpu", "nvlink"),
-              timeout_s=30, metrics={"gpu_count": "", "nvlink_active_links": ""})
+CHECK = Check(id="nvlink", tool="nvidia-smi nvlink -s", steps=steps, judge=judge, order=44,
+              placement=Placement(needs=("gpu", "nvlink")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={"gpu_count": "", "nvlink_active_links": ""}))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Scope, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Scope, Step
 from provision.checks.common.nvlink_domains import domain_name
 
 MISMATCH, UNTRAINED = "NVLINK_DOMAIN_CLIQUE_MISMATCH", "NVLINK_FABRIC_NOT_TRAINED"
@@ -77,6 +77,7 @@ def _unset(gpu: dict) -> bool:
     return uuid is None or set(str(uuid).replace("-", "")) == {"0"}
 
 
-CHECK = Check(id="nvlink_clique", order=105, tool="nvidia-smi -q -x", steps=steps, judge=judge,
-              sets=("deep",), needs=("gpu", "nvlink_domain"), scope=Scope.GROUP, per_nvlink_domain=True,
-              timeout_s=60, metrics={})
+CHECK = Check(id="nvlink_clique", tool="nvidia-smi -q -x", steps=steps, judge=judge, order=105,
+              placement=Placement(scope=Scope.GROUP, needs=("gpu", "nvlink_domain"), per_nvlink_domain=True),
+              budget=Budget(timeout_s=60, sets=("deep",)),
+              data=Data(metrics={}))

@@ -28,7 +28,7 @@ non-zero exit with neither a report nor result rows is still an error (no rows t
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Scope, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Scope, Step
 from provision.checks.common.allreduce import SWEEP, allreduce
 from provision.checks.common.nvlink_domains import domain_name
 
@@ -91,6 +91,7 @@ PARAMS = {
 PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 
-CHECK = Check(id=CHECK_ID, order=110, tool="mpirun", steps=steps, judge=judge, sets=("deep",),
-              needs=("gpu", "nvlink_domain"), scope=Scope.GROUP, per_nvlink_domain=True, timeout_s=300,
-              metrics={"busbw_GBps": "GB/s", "mnnvl_run": ""}, params=PARAMS)
+CHECK = Check(id=CHECK_ID, tool="mpirun", steps=steps, judge=judge, order=110,
+              placement=Placement(scope=Scope.GROUP, needs=("gpu", "nvlink_domain"), per_nvlink_domain=True),
+              budget=Budget(timeout_s=300, sets=("deep",)),
+              data=Data(metrics={"busbw_GBps": "GB/s", "mnnvl_run": ""}, params=PARAMS, peaks=PEAKS))

@@ -21,7 +21,7 @@ output that shows fewer GPUs or HCAs than the profile (cut short, or a device of
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.errors import ParseError
 
 REDIRECTS = ("SrcValid", "ReqRedir", "CmpltRedir")
@@ -91,6 +91,7 @@ def judge(ctx: Context) -> list[Finding]:
     return findings
 
 
-CHECK = Check(id="pcie_acs", order=37, tool="lspci -vvv", steps=steps, judge=judge, needs=("gpu",),
-              rules={"gpu": ("pcie_gpu",)},
-              sets=("quick", "deep"), timeout_s=30, metrics={})
+CHECK = Check(id="pcie_acs", tool="lspci -vvv", steps=steps, judge=judge, order=37,
+              placement=Placement(needs=("gpu",), rules={"gpu": ("pcie_gpu",)}),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={}))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect
 from provision.errors import ProfileError
 from provision.profiles.hardware import GPU, GTPS, HCA, PCIe
@@ -85,8 +85,8 @@ def _at_least(name: str, metric: str, value: float | None, want: float, unit: st
                    detail="" if value is None or value <= want else "above the profile's link: allowed")
 
 
-CHECK = Check(id="pcie_link", order=40,
-              sets=("quick", "deep"),
-              tool="lspci", steps=steps, judge=judge, needs=("gpu",), timeout_s=30,
-              rules={"gpu": ("pcie_gpu",), "hca": ("hca",)},
-              metrics={"gpu_count": "", "hca_count": "", "lnksta_speed_GTps": "GT/s", "lnksta_width": "lanes"})
+CHECK = Check(id="pcie_link", tool="lspci", steps=steps, judge=judge, order=40,
+              placement=Placement(needs=("gpu",), rules={"gpu": ("pcie_gpu",), "hca": ("hca",)}),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={"gpu_count": "", "hca_count": "", "lnksta_speed_GTps": "GT/s",
+                                 "lnksta_width": "lanes"}))

@@ -29,7 +29,7 @@ import dataclasses
 import math
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError
 from provision.profiles.hardware import GTPS
@@ -106,6 +106,7 @@ def _replays(device: str, gpu: dict, up_s: float, ref) -> Finding:
 # The counters are read as they are: no test parameters.
 PARAMS: dict[str, dict] = {METRIC: {"properties": {}}}
 
-CHECK = Check(id=CHECK_ID, order=27, tool="nvidia-smi -q -x + /proc/uptime", steps=steps, judge=judge,
-              sets=("quick", "deep"), needs=("gpu",), timeout_s=30,
-              metrics={"gpu_count": "", METRIC: UNIT}, params=PARAMS, references=REFERENCES)
+CHECK = Check(id=CHECK_ID, tool="nvidia-smi -q -x + /proc/uptime", steps=steps, judge=judge, order=27,
+              placement=Placement(needs=("gpu",)),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={"gpu_count": "", METRIC: UNIT}, params=PARAMS, references=REFERENCES))

@@ -122,10 +122,10 @@ def beyond(check: Check, findings: list[Finding], profile: Profile | None) -> li
 
 
 def ceiling(check: Check, finding: Finding, profile: Profile | None) -> tuple[float, str] | None:
-    """(bound, source) for ``finding`` of ``check`` on ``profile``'s hardware: the peak ``check.peaks`` names for
+    """(bound, source) for ``finding`` of ``check`` on ``profile``'s hardware: the peak ``check.data.peaks`` names for
     its metric, else for a rate a hundred times its reference; None when nothing bounds it."""
     metric, name = finding.metric, getattr(profile, "name", "?")
-    peak = HARDWARE_PEAKS.get(check.peaks.get(metric, ""))
+    peak = HARDWARE_PEAKS.get(check.data.peaks.get(metric, ""))
     found = peak.bound(profile) if peak is not None and profile is not None else None
     if found is not None:
         return found

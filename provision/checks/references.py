@@ -26,7 +26,7 @@ from provision.profiles import Profile, layers, schema
 def readers(check_id: str) -> list[str]:
     """The checks that judge by ``references.<check_id>``: the check itself and every check declaring
     it in ``references_from``, in run order."""
-    return [c.id for c in registry().values() if c.id == check_id or check_id in c.references_from]
+    return [c.id for c in registry().values() if c.id == check_id or check_id in c.data.references_from]
 
 
 def validate(profile: Profile) -> None:
@@ -46,12 +46,12 @@ def _fits(check: Check, metric: str, unit: str, params: Mapping, where: str) -> 
     """Raise ProfileError (``where``, the row's key and what is wrong) unless a row of ``check``'s ``metric`` in
     ``unit`` with ``params`` fits the check's declaration (``Check.metrics``, ``Check.params``)."""
     key = f"references.{check.id}.{metric}"
-    if metric not in check.metrics:
+    if metric not in check.data.metrics:
         raise ProfileError(f"{where}: {key}: {check.id} reports no such metric "
-                           f"(known: {', '.join(check.metrics) or 'none'})")
-    if unit != check.metrics[metric]:
-        raise ProfileError(f"{where}: {key}.unit: must be {check.metrics[metric]!r}, not {unit!r}")
-    declared = check.params.get(metric, {"properties": {}})
+                           f"(known: {', '.join(check.data.metrics) or 'none'})")
+    if unit != check.data.metrics[metric]:
+        raise ProfileError(f"{where}: {key}.unit: must be {check.data.metrics[metric]!r}, not {unit!r}")
+    declared = check.data.params.get(metric, {"properties": {}})
     errors = list(schema.Validator(  # the profiles' validator: an integer is an int, not 60.0
         {"type": "object", "additionalProperties": False, **declared}).iter_errors(params))
     if errors:

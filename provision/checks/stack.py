@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Step
 from provision.checks.rules import expect
 from provision.errors import ParseError
 
@@ -102,6 +102,6 @@ def _judge_packages(result: dict, profile) -> list[Finding]:
     return out
 
 
-CHECK = Check(id="stack", order=30, tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, judge=judge,
-              sets=("quick", "deep"),
-              timeout_s=60, metrics={})
+CHECK = Check(id="stack", tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, judge=judge, order=30,
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={}))

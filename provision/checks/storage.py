@@ -24,7 +24,7 @@ page cache does not inflate the figure and ``--unlink=1`` so no test file is lef
 """
 from __future__ import annotations
 
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.rules import expect, measured
 from provision.errors import ParseError, ProfileError
 
@@ -110,7 +110,7 @@ PARAMS = {
 }
 
 
-CHECK = Check(id="storage", order=75, tool="cat bonding + fio", steps=steps, judge=judge,
-              sets=("deep",),
-              needs=("storage",), timeout_s=300, metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"},
-              params=PARAMS)
+CHECK = Check(id="storage", tool="cat bonding + fio", steps=steps, judge=judge, order=75,
+              placement=Placement(needs=("storage",)),
+              budget=Budget(timeout_s=300, sets=("deep",)),
+              data=Data(metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"}, params=PARAMS))

@@ -18,7 +18,7 @@ switches and sockets), the NIC rule HCAs (``nearest_nic`` needs ``hca``).
 from __future__ import annotations
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 from provision.checks.common.topo_paths import PATH_RANK
 from provision.checks.rules import expect
 
@@ -56,6 +56,7 @@ def _nearest_nic(gpu: str, topo: dict, expected: str) -> Finding:
                    detail=f"via {column}" + (f" ({name})" if name else ""))
 
 
-CHECK = Check(id="topology", order=42, tool="nvidia-smi topo -m", steps=steps, judge=judge, needs=("gpu",),
-              sets=("quick", "deep"), rules={"gpu_gpu": ("nvlink",), "nearest_nic": ("hca",)},
-              timeout_s=30, metrics={"gpu_count": ""})
+CHECK = Check(id="topology", tool="nvidia-smi topo -m", steps=steps, judge=judge, order=42,
+              placement=Placement(needs=("gpu",), rules={"gpu_gpu": ("nvlink",), "nearest_nic": ("hca",)}),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={"gpu_count": ""}))

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 from provision.checks import faults
-from provision.checks.base import Check, Context, Finding, Step
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 
 CATALOGUE = Path(__file__).with_name("xid_catalogue.json")
 # Buckets are written in lower case here: only fault codes are upper-case constants in a check.
@@ -127,6 +127,7 @@ def _finding(event: dict, recovery: str | None) -> Finding:
                    action=fault.action, detail="; ".join(parts))
 
 
-CHECK = Check(id="xid", order=20, tool="dmesg", steps=steps, judge=judge, needs=("gpu",), timeout_s=30,
-              sets=("quick", "deep"),
-              metrics={"xid_count": ""})
+CHECK = Check(id="xid", tool="dmesg", steps=steps, judge=judge, order=20,
+              placement=Placement(needs=("gpu",)),
+              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              data=Data(metrics={"xid_count": ""}))

@@ -120,11 +120,12 @@ class Burnin:
         with ``scope`` cluster or all, the cluster procedure (``cluster.Procedure``, through this
         engine's procedure protocol) when checks of each of its roles are among ``checks``.
         ``self.cluster`` holds the procedure's rounds and suspects."""
-        self.kept = {c.gathers for c in checks if c.gathers} | {u for c in checks for u in c.uses}
+        self.kept = {c.placement.gathers for c in checks if c.placement.gathers} | {
+            u for c in checks for u in c.placement.uses}
         procedure = scope != "node" and cluster.runs(checks)
         # A check that gathers a node check's outputs runs where its source runs: with the node checks.
-        static = [c for c in checks if c.role is None
-                  and (scope == "all" or (c.scope is Scope.NODE or bool(c.gathers)) == (scope == "node"))]
+        static = [c for c in checks if c.data.role is None and (scope == "all" or (
+            c.placement.scope is Scope.NODE or bool(c.placement.gathers)) == (scope == "node"))]
         jobs = plan(static, {name: s.profile.name for name, s in self.states.items()},
                     {name: s.target.nvlink_domain for name, s in self.states.items()})
         self.control.emit(Planned(dict(Counter(j.check.id for j in jobs))))
@@ -193,12 +194,12 @@ class Burnin:
 
     @staticmethod
     def _error(job: Job, message: str, raw: list[RawOutput] | None = None) -> CheckResult:
-        return CheckResult(job.check.id, job.hosts, Outcome.ERROR, message, scope=job.check.scope, raw=raw or [],
-                           run_error=True)
+        return CheckResult(job.check.id, job.hosts, Outcome.ERROR, message, scope=job.check.placement.scope,
+                           raw=raw or [], run_error=True)
 
     def _execute(self, job: Job) -> CheckResult:
         check, states = job.check, [self.states[h] for h in job.hosts]
-        if check.gathers:  # runs nothing on the hosts: one unreachable host is left out, not the whole group's error
+        if check.placement.gathers:  # runs nothing on the hosts: an unreachable host is left out, not the group's error
             return self._gathered(job, check, states)
         early = self._not_run_here(job, check, states)
         if early is not None:
@@ -214,8 +215,8 @@ class Burnin:
             texts, failures = self._run_steps(job, states, steps, timeout_s, raw)
         except CommandError as exc:
             return self._error(job, str(exc), raw)
-        out = self._error(job, "; ".join(failures)) if failures else verdict(check, job.hosts, check.scope, profile,
-                                                                             texts, job_target, steps)
+        out = self._error(job, "; ".join(failures)) if failures else verdict(
+            check, job.hosts, check.placement.scope, profile, texts, job_target, steps)
         out.raw = raw
         if check.id in self.kept and out.outcome in (Outcome.PASS, Outcome.FAIL):  # judged: its outputs read whole
             with self.outputs_lock:
@@ -238,7 +239,7 @@ class Burnin:
         """The job's steps, or why there are none: a profile that lacks a reference the check needs, or (a check that
         ``uses`` others) an input its node did not give: built from what the node showed, never guessed."""
         try:
-            if not check.uses:
+            if not check.placement.uses:
                 return check.steps(profile, job_target), ""
             seen, missing = self._seen(check, state)
             return ([], missing) if missing else (check.steps(profile, job_target, seen), "")
@@ -248,7 +249,7 @@ class Burnin:
     def _seen(self, check: Check, state: HostState) -> tuple[dict[str, dict], str]:
         """(check id -> parsed outputs on ``state``'s node of each check ``check`` uses, why some are missing)."""
         checks, seen, missing = registry(), {}, []
-        for used in check.uses:
+        for used in check.placement.uses:
             found = self.outputs.get((used, state.name))
             if found is None:
                 missing.append(used)
@@ -270,7 +271,7 @@ class Burnin:
         if refused is not None:
             return refused
         job_target = target(check, tuple(s.host for s in states))
-        source = registry()[check.gathers]
+        source = registry()[check.placement.gathers]
         texts: dict[str, str] = {}
         raw: list[RawOutput] = []
         for host in job.hosts:
@@ -282,7 +283,7 @@ class Burnin:
         if not texts:
             return self._error(job, f"no host gave {source.id} outputs to compare (see {source.id}'s results)", raw)
         steps = gathered_steps(source, profile, job_target)
-        out = verdict(check, job.hosts, check.scope, profile, texts, job_target, steps)
+        out = verdict(check, job.hosts, check.placement.scope, profile, texts, job_target, steps)
         out.raw = raw  # a host left out has no raw output here: its judge sees it among ctx.hosts, not ctx.parsed
         return out
 
@@ -363,7 +364,7 @@ class Burnin:
 
     def _save(self, job: Job, host: str, step: Step, steps: int, result: CommandResult, server) -> RawOutput:
         check = job.check
-        rel = self.rundir.raw_name(check.id, check.scope, job.hosts, host, step.key, steps, job.tag)
+        rel = self.rundir.raw_name(check.id, check.placement.scope, job.hosts, host, step.key, steps, job.tag)
         self.rundir.write(rel, result.stdout)
         stderr = self.rundir.write(rel[:-4] + ".stderr", result.stderr) if result.stderr.strip() else ""
         served = self.rundir.write(rel[:-4] + ".server.txt", server[0].stdout) if server else ""
@@ -374,7 +375,7 @@ def with_inputs(selected: list[Check], registered: Sequence[Check]) -> list[Chec
     """``selected`` plus the checks their ``uses`` and ``gathers`` name (asking for gpudirect brings topology),
     in registry order: a check's inputs are never left out of a run that asks for it."""
     wanted = {c.id for c in selected}
-    wanted |= {i for c in selected for i in (*c.uses, *([c.gathers] if c.gathers else []))}
+    wanted |= {i for c in selected for i in (*c.placement.uses, *filter(None, [c.placement.gathers]))}
     return [c for c in registered if c.id in wanted] if wanted != {c.id for c in selected} else selected
 
 
@@ -447,8 +448,8 @@ def run(targets: Sequence[Target], request: BurninRequest, transport: Transport,
     ``request`` asks, over ``transport``; results, raw outputs, progress and events go to ``sink``."""
     registered = list(registry().values())
     only = request.checks
-    checks = with_inputs(cluster.completed([c for c in registered if (c.id in only if only else not c.optional)],
-                                           registered), registered)
+    chosen = [c for c in registered if (c.id in only if only else not c.budget.optional)]  # the budget stage
+    checks = with_inputs(cluster.completed(chosen, registered), registered)
     engine = Burnin(targets, sink, transport, request.forks)
     results = engine.run(checks, sink.journal, request.scope, request.schedule)
     return BurninOutcome(results, dict(engine.cluster) if engine.cluster is not None else None)

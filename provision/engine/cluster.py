@@ -40,7 +40,7 @@ SUSPECT_FAULTS = {"node": "SUSPECT_NODE", "hca": "SUSPECT_HCA", "cable": "SUSPEC
 def by_role(checks: Sequence[Check]) -> dict[Role, list[Check]]:
     """The procedure's checks among ``checks`` (every role, in the order given). Raises
     ProvisionError when two checks declare fabric discovery: a group has one fabric to route by."""
-    out: dict[Role, list[Check]] = {role: [c for c in checks if c.role is role] for role in Role}
+    out: dict[Role, list[Check]] = {role: [c for c in checks if c.data.role is role] for role in Role}
     if len(out[Role.FABRIC_DISCOVERY]) > 1:
         raise ProvisionError(f"checks {', '.join(c.id for c in out[Role.FABRIC_DISCOVERY])} all declare role "
                              f"{Role.FABRIC_DISCOVERY.value}: one fabric per group to route by")
@@ -55,10 +55,11 @@ def runs(checks: Sequence[Check]) -> bool:
 def completed(selected: list[Check], registered: Sequence[Check]) -> list[Check]:
     """``selected`` plus, when it holds one of the procedure's checks, the registered checks of each
     role it lacks (asking for ``ib_pairs`` brings the fabric discovery and the group checks)."""
-    roles = {c.role for c in selected if c.role is not None}
+    roles = {c.data.role for c in selected if c.data.role is not None}
     if not roles:
         return selected
-    return selected + [c for c in registered if c.role is not None and c.role not in roles and c not in selected]
+    return selected + [c for c in registered
+                       if c.data.role is not None and c.data.role not in roles and c not in selected]
 
 
 class Procedure:
@@ -79,7 +80,7 @@ class Procedure:
         # over them would measure the degraded NVLink domain and blame an HCA or cable for it; which tray is at
         # fault the domain test cannot say, its failure names the domain. An error counts when its tools ran (NCCL
         # failed on the domain); one that never started them (no domain in the inventory) keeps the hosts in.
-        per_domain = {c.id for c in registry().values() if c.per_nvlink_domain}
+        per_domain = {c.id for c in registry().values() if c.placement.per_nvlink_domain}
         for r in node_results or []:
             if r.scope is Scope.GROUP and r.check in per_domain and (
                     r.outcome is Outcome.FAIL or (r.outcome is Outcome.ERROR and r.raw)):
@@ -207,11 +208,11 @@ class Procedure:
         for r in results:
             check = self.checks[r.check]
             for f in r.findings:
-                if f.reference is None or f.metric not in check.metrics:
+                if f.reference is None or f.metric not in check.data.metrics:
                     continue
                 low = f.reference.bounds()[0] or f.reference.value
                 value = float(f.value) / low * THRESHOLD if low else 0.0  # type: ignore[arg-type]
-                if check.role is Role.GROUP_EVIDENCE:
+                if check.data.role is Role.GROUP_EVIDENCE:
                     ratios.append(value)
                 elif f.device in devices:
                     rail = devices.index(f.device)
@@ -234,7 +235,7 @@ class _Rig:
 
 
 def _applies(check: Check, profile) -> bool:
-    return all(profile.has(need) for need in check.needs)
+    return all(profile.has(need) for need in check.placement.needs)
 
 
 def settle_twins(suspects: list, fabric: Fabric, profile) -> list:

@@ -33,17 +33,17 @@ def plan(checks: list[Check], profiles_of: dict[str, str],
     jobs: list[Job] = []
     names = list(profiles_of)
     for check in checks:
-        if check.scope is Scope.GROUP and check.per_nvlink_domain:
+        if check.placement.scope is Scope.GROUP and check.placement.per_nvlink_domain:
             by_domain: dict[tuple, list[str]] = {}
             for host, profile in profiles_of.items():
                 by_domain.setdefault((profile, (domains_of or {}).get(host)), []).append(host)
             jobs += [Job(check, tuple(hs)) for hs in by_domain.values()]
             continue
-        if check.scope is Scope.NODE:
+        if check.placement.scope is Scope.NODE:
             jobs += [Job(check, (h,)) for h in names]
-        elif check.scope is Scope.PAIR:
+        elif check.placement.scope is Scope.PAIR:
             jobs += [Job(check, p) for p in pairs(names)] if len(names) > 1 else [Job(check, (names[0],))]
-        elif check.scope is Scope.GROUP:
+        elif check.placement.scope is Scope.GROUP:
             by_profile: dict[str, list[str]] = {}
             for host, profile in profiles_of.items():
                 by_profile.setdefault(profile, []).append(host)
@@ -69,8 +69,8 @@ def by_name(check: Check, names: tuple[str, ...]):
 
 def target(check: Check, hosts: tuple):
     """What ``check.steps`` receives: the Host (node scope), a Pair, or a Group."""
-    if check.scope is Scope.NODE:
+    if check.placement.scope is Scope.NODE:
         return hosts[0]
-    if check.scope is Scope.PAIR and len(hosts) == 2:
+    if check.placement.scope is Scope.PAIR and len(hosts) == 2:
         return Pair(*hosts)
     return Group(hosts)

@@ -23,33 +23,35 @@ from provision.targets import Target
 def refusal(check: Check, hosts: tuple[str, ...], targets: Sequence[Target]) -> CheckResult | None:
     """The result of a job of ``check`` over ``hosts`` (their ``targets``, in order) that cannot run there (module
     docstring); None when it can."""
-    if check.scope is Scope.PAIR and len(targets) != 2:
-        return CheckResult(check.id, hosts, Outcome.SKIPPED, "a pair check needs two hosts", scope=check.scope)
-    skipped = next((r for t in targets if (r := not_applicable(check, hosts, check.scope, t.profile))), None)
+    scope = check.placement.scope
+    if scope is Scope.PAIR and len(targets) != 2:
+        return CheckResult(check.id, hosts, Outcome.SKIPPED, "a pair check needs two hosts", scope=scope)
+    skipped = next((r for t in targets if (r := not_applicable(check, hosts, scope, t.profile))), None)
     if skipped is not None:
         return skipped
-    if not check.per_nvlink_domain:
+    if not check.placement.per_nvlink_domain:
         return None
     undomained = [t.name for t in targets if t.nvlink_domain is None]
     if undomained:
         return CheckResult(check.id, hosts, Outcome.ERROR, f"{', '.join(undomained)}: no NVLink domain in the "
                            f"inventory (set {NVLINK_DOMAIN_VAR} to the rack's domain name; the trays whose GPUs share "
-                           "a fabric clusterUuid in nvidia-smi -q are one domain)", scope=check.scope, run_error=True)
+                           "a fabric clusterUuid in nvidia-smi -q are one domain)", scope=scope, run_error=True)
     if len(targets) < 2:
         return CheckResult(check.id, hosts, Outcome.UNTESTED, f"untested: NVLink domain {targets[0].nvlink_domain} "
-                           "has one tray in this run (or shard); a multi-node NVLink test needs two", scope=check.scope)
+                           "has one tray in this run (or shard); a multi-node NVLink test needs two", scope=scope)
     return None
 
 
 def gathered_refusal(check: Check, hosts: tuple[str, ...], targets: Sequence[Target]) -> CheckResult | None:
     """``refusal`` for a check that gathers another's outputs (``Check.gathers``): it runs nothing on the hosts, so it
     is judged on whatever trays gave outputs, one included; a host of no NVLink domain is still an error."""
-    skipped = not_applicable(check, hosts, check.scope, targets[0].profile)
+    scope = check.placement.scope
+    skipped = not_applicable(check, hosts, scope, targets[0].profile)
     if skipped is not None:
         return skipped
-    undomained = [t.name for t in targets if check.per_nvlink_domain and t.nvlink_domain is None]
+    undomained = [t.name for t in targets if check.placement.per_nvlink_domain and t.nvlink_domain is None]
     if undomained:  # never guessed: the trays compared must be one domain's
         return CheckResult(check.id, hosts, Outcome.ERROR, f"{', '.join(undomained)}: no NVLink domain in the "
-                           f"inventory (set {NVLINK_DOMAIN_VAR} to the rack's domain name)", scope=check.scope,
+                           f"inventory (set {NVLINK_DOMAIN_VAR} to the rack's domain name)", scope=scope,
                            run_error=True)
     return None
