@@ -1,6 +1,6 @@
 """Work once per distinct thing: the stack variables templated once per distinct set of inputs, the
-inventory parsed once per run. Calls are counted (spies), never timed. Addresses are TEST-NET-1
-(RFC 5737): nothing connects to them."""
+inventory parsed once per run, each host's profile built once per run. Calls are counted (spies), never timed.
+Addresses are unused loopback addresses (127.0.9.x): nothing listens there."""
 import pytest
 
 from provision import checks
@@ -93,3 +93,35 @@ def test_a_run_parses_its_inventory_once(tmp_path, monkeypatch):
     registry = checks.registry()  # the quick set over the registry, in run order (its first checks: diagnostics)
     assert select.check_set("quick", hosts, None) == [c for c, check in registry.items() if "quick" in check.sets]
     assert len(hosts) == 20 and len(sessions) == 1
+
+
+def test_a_run_builds_each_hosts_profile_once(tmp_path, monkeypatch):
+    """From the inventory to the engine, each host's profile (its own overrides: no view to share) is built once, by
+    the inventory's validation: the targets, the plan gate and the engine take that view (issue 35 item 1)."""
+    from provision import profiles, targets
+    from provision.engine import burnin
+    from provision.engine.control import Control
+    from provision.errors import CommandError
+    from provision.results.model import HostRecord, Outcome
+
+    overrides = "provision_reference_overrides: {{ib_write_bw: {{bw_avg_Gbps: {{value: {}}}}}}}"
+    path = inventory(tmp_path, {f"n{i:02d}": overrides.format(300 + i) for i in range(12)})
+    built, real = [], profiles.for_host
+    monkeypatch.setattr(profiles, "for_host", lambda name, variables, host, *a, **k:
+                        built.append(host) or real(name, variables, host, *a, **k))
+    quiet = lambda *args, **kwargs: None  # noqa: E731
+    found = select.gpu_inventory([str(path)], None, inv.Vault(), quiet)
+    chosen = select.selected(found, JobOptions(("install", "burnin"), check_set="quick"), None, quiet)  # plan gate
+
+    class Refusing:
+        def connect(self, host):
+            raise CommandError(f"host {host.name}: connection refused")
+
+    outcome = burnin.run(chosen, burnin.BurninRequest(("xid", "ib_write_bw")), Refusing(),
+                         burnin.Sink(None, {t.name: HostRecord(t.host.profile) for t in chosen},
+                                     Control(progress=quiet)))
+    assert {r.outcome for r in outcome.results} == {Outcome.ERROR}  # nothing reached: the engine built nothing
+    assert sorted(built) == sorted(t.name for t in chosen) and len(chosen) == 12  # once each, in the validation
+    assert [t.profile.reference("ib_write_bw", "bw_avg_Gbps").value for t in chosen] == [300 + i for i in range(12)]
+    assert all(t.profile is found.views[t.name] for t in chosen)  # quick tunes no parameter: the view itself
+    assert targets.build(found.gpu_hosts, None, found.views)[0].profile is found.views["n00"]
