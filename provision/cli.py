@@ -35,9 +35,13 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in (("run", "install the stack, then burn in (the main job)"),
                        ("install", "run the install roles only"), ("burnin", "run the burn-in checks only")):
         c = sub.add_parser(name, help=text)
-        _inventory_options(c, required=name != "burnin")  # burnin --local may go without one
+        _inventory_options(c, required=name == "install")  # burnin --local and --resume may go without one
         c.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
         c.add_argument("--run-id", help="name of the run folder under runs/")
+        if name != "install":
+            c.add_argument("--resume", metavar="RUN", help="continue a killed run (a run folder or id) in its own "
+                           "folder with its own inventory and options: the results it journaled are kept, never run "
+                           "again; a changed inventory is refused")
         if name != "burnin":
             c.add_argument("--tags", help="Ansible tags to run")
             c.add_argument("--retry-failed", metavar="RUN", help="only the hosts whose install did not end ok in "

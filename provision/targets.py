@@ -62,23 +62,35 @@ class Target:
                                    os_release=MappingProxyType(dict(os_release)))
 
 
+def validate(hosts: Sequence[Host], views: Mapping[str, profiles.Profile]) -> None:
+    """Raise ProfileError (``host <name>: field 'provision_profile': ...``) for the first host whose view's reference
+    rows do not fit the checks that read them (``provision.checks.references.validate``), once per distinct view."""
+    checked: dict[int, profiles.Profile] = {}  # kept, so that no other view can take a checked one's id
+    for host in hosts:
+        view = views[host.name]
+        if id(view) in checked:  # hosts of one profile and the same overrides share a view: checked once
+            continue
+        try:
+            references.validate(view)
+        except ProfileError as exc:
+            raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
+        checked[id(view)] = view
+
+
 def build(hosts: Sequence[Host], check_set: str | None = None,
           views: Mapping[str, profiles.Profile] | None = None) -> list[Target]:
     """The targets of ``hosts`` (GPU nodes, in order), for a run of ``check_set`` (None: no set). ``views`` are the
     profiles the inventory built for its hosts (``Inventory.views``); a host with none (``burnin --local``, a
-    test's Host) gets its view built here (``profiles.for_host``). Raises ProfileError (module docstring)."""
+    test's Host) gets its view built and checked here (``profiles.for_host``, ``validate``). Raises ProfileError
+    (module docstring)."""
     registry = checks.registry() if check_set is not None else {}
     out: list[Target] = []
-    checked: dict[int, profiles.Profile] = {}  # kept, so that no other view can take a checked one's id
+    if views is None:  # views the inventory built were checked with it (validate); these are built here
+        views = {h.name: profiles.for_host(str(h.profile), h.vars, h.name) for h in hosts}
+        validate(hosts, views)
     tuned: dict[tuple[int, str], profiles.Profile] = {}  # (view, the set's rows) -> the view with them
     for host in hosts:
-        view = (views or {}).get(host.name) or profiles.for_host(str(host.profile), host.vars, host.name)
-        if id(view) not in checked:  # hosts of one profile and the same overrides share a view: checked once
-            try:
-                references.validate(view)
-            except ProfileError as exc:
-                raise ProfileError(f"host {host.name}: field 'provision_profile': {exc}") from None
-            checked[id(view)] = view
+        view = views.get(host.name) or profiles.for_host(str(host.profile), host.vars, host.name)
         profile, variables = view, host.vars
         if check_set is not None:
             rows = sets.set_rows(check_set, host.vars, view, registry)

@@ -35,8 +35,31 @@ def default_rows() -> tuple[layers.DefaultRows, ...]:
     """Every registered check's default reference rows (``Check.references``), in run order: the lowest layer of a
     profile's references. ``provision.profiles`` sits below the checks and takes them from here (registered with
     ``layers.provide`` as this package is imported), laying each check's under the profiles it applies to."""
-    return tuple(layers.DefaultRows(c.id, tuple(c.placement.needs), c.data.references) for c in registry().values()
+    key = _site_files()
+    if _DEFAULTS and _DEFAULTS[0][0] == key:  # a profile is built per distinct view: the site's modules run once
+        return _DEFAULTS[0][1]
+    rows = tuple(layers.DefaultRows(c.id, tuple(c.placement.needs), c.data.references) for c in registry().values()
                  if c.data.references)
+    _DEFAULTS[:] = [(key, rows)]
+    return rows
+
+
+_DEFAULTS: list[tuple[tuple, tuple[layers.DefaultRows, ...]]] = []  # (the site's check files, their rows)
+
+
+def _site_files() -> tuple:
+    """What the site's check modules are now: ``PROVISION_CHECK_PATH`` and each module's path, size and change time
+    (the package's own checks do not change while it runs)."""
+    folders = [f for f in os.environ.get(CHECK_PATH_ENV, "").split(os.pathsep) if f]
+    found: list[tuple] = [tuple(folders)]
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*.py")):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            found.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
 
 
 layers.provide(default_rows)

@@ -45,6 +45,7 @@ Order bands: 10-29 diagnostics that name a dead part (a GPU off the bus), 30-49 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable
@@ -306,10 +307,11 @@ class Check:
     peaks, parsers, role).
 
     ``Check(..., scope=Scope.PAIR, timeout_s=60)``, the parts' fields given flat (a site's check written before the
-    parts), is the same declaration: each field goes to its part. The parts' fields read flat too (``check.scope``),
-    for the readers outside the engine. Raises ValueError for a field no part has, a part given both whole and by
-    its fields, or a declaration that contradicts itself (``Placement.problems``, ``Data.problems``, a role whose
-    scope is not the check's)."""
+    parts), is the same declaration: each field goes to its part, over the part when it is given too (so that
+    ``dataclasses.replace(check, timeout_s=5)`` changes that field). The parts' fields read flat too
+    (``check.scope``), for the readers outside the engine. Raises ValueError for a field no part has, or a
+    declaration that contradicts itself (``Placement.problems``, ``Data.problems``, a role whose scope is not the
+    check's)."""
 
     id: str
     tool: str
@@ -325,11 +327,9 @@ class Check:
                  budget: Budget | None = None, data: Data | None = None, **flat: Any) -> None:
         given = {"placement": placement, "budget": budget, "data": data}
         for kind, name in PARTS.items():
-            names = [f for f in kind.__dataclass_fields__ if f in flat]
-            if names and given[name] is not None:
-                raise ValueError(f"check {id}: {', '.join(names)} given beside {name}=; give them in the {name}")
-            if given[name] is None:
-                given[name] = kind(**{f: flat.pop(f) for f in names})
+            fields = {f.name: flat.pop(f.name) for f in dataclasses.fields(kind) if f.name in flat}
+            part = given[name]  # a part and some of its fields flat (dataclasses.replace(check, timeout_s=5)): merged
+            given[name] = kind(**fields) if part is None else dataclasses.replace(part, **fields)
         if flat:
             raise ValueError(f"check {id}: no such field {', '.join(sorted(flat))} (fields of Placement, Budget "
                              "and Data, or the parts themselves)")

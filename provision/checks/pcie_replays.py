@@ -9,7 +9,7 @@ GB200 and driver-515 T4 captures of tests/data/samples and on ``nvidia-smi -q`` 
 Units: replays per 10^12 bit-times of the link's capacity (replays/Tb).
 
 Judges, per GPU named by index and bus id: its replays over the capacity its link offered since the host
-booted (seconds up x the GT/s of the link's maximum generation x its maximum width) against
+booted (seconds up x the GT/s of the link's maximum generation x its current width) against
 ``references.pcie_replays.replays_per_Tb``, the check's default row: 1 replay per 10^12 bits, the PCIe bit
 error rate of 10^-12 from which DCGM's health watch derives its replay-rate limit (DCGM_FR_PCI_REPLAY_RATE:
 10^-12 x GT/s x 10^9 x 60 x lanes replays a minute, rounded up; modules/health/DcgmHealthWatch.cpp,
@@ -18,7 +18,12 @@ counter once, so the rate here is the average since boot, and a low one: the cou
 loads (later than boot, or again after a GPU reset) and an idle link carries less than its capacity. So a
 rate above the limit is a link that erred more than the specification allows, however long the node has
 been up; a burst long ago on a node up for weeks can average below it (DCGM's health watch, watching all
-the time, is what catches that). The real H100 node of samples/smi_q_h100x8_535_183 (43-120 replays per GPU
+the time, is what catches that). The width is the link's current one, as DCGM's formula takes it
+(DCGM_FI_DEV_PCIE_LINK_WIDTH, the current width): a link that trained down to x8 carries half the bits, so half
+the replays are allowed, and a trained-down link is where replays come from. The generation is the link's
+maximum, not its current one: a GPU's link drops to Gen1 while idle to save power (nvidia-smi shows it so at
+rest), which says nothing of the rate it ran its traffic at, and would make the limit up to 32 times too
+strict for a node read at rest. The real H100 node of samples/smi_q_h100x8_535_183 (43-120 replays per GPU
 after at least 4 h 44 min) passes at any uptime above 4 minutes. Rollovers are reported beside the rate, not
 judged: no public limit for them was found. Also judged: the GPU count (GPU_MISSING) and GPUs nvidia-smi
 reports lost (GPU_LOST): their counters cannot be read.
@@ -88,7 +93,7 @@ def uptime_s(grep: dict) -> float:
 
 def _replays(device: str, gpu: dict, up_s: float, ref) -> Finding:
     """One GPU's replays per 10^12 bit-times of its link since boot, judged against ``ref``."""
-    replays, gen, width = gpu.get("pcie_replays"), gpu.get("pcie_gen_max"), gpu.get("width_max")
+    replays, gen, width = gpu.get("pcie_replays"), gpu.get("pcie_gen_max"), gpu.get("width_current")
     if not isinstance(replays, int):
         raise ParseError(f"{device}: replay_counter is {replays!r}, not a count")
     if gen not in GTPS or not isinstance(width, int) or width <= 0:

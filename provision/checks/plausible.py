@@ -88,6 +88,13 @@ HARDWARE_PEAKS = {
 }
 
 
+# The peak of a metric whose check declares none, by the name and unit the field gives such a figure (nvbandwidth's
+# h2d/d2d copies, nccl-tests' busbw): a site's check that measures one is bounded as the package's are, whether or not
+# it says so. By the quantity measured, never by a check's id.
+CONVENTIONAL = {("h2d_GBps", "GB/s"): "gpu_pcie", ("d2d_GBps", "GB/s"): "gpu_nvlink_or_pcie",
+                ("busbw_GBps", "GB/s"): "nvlink_busbw"}
+
+
 def misdeclared(peaks: dict[str, str], metrics: dict[str, str]) -> list[str]:
     """What is wrong with a check's ``peaks`` (metric -> peak name) given its ``metrics`` (metric -> unit): a peak
     with no such name, a metric the check does not declare, a unit other than the peak's; [] when nothing."""
@@ -125,7 +132,7 @@ def ceiling(check: Check, finding: Finding, profile: Profile | None) -> tuple[fl
     """(bound, source) for ``finding`` of ``check`` on ``profile``'s hardware: the peak ``check.data.peaks`` names for
     its metric, else for a rate a hundred times its reference; None when nothing bounds it."""
     metric, name = finding.metric, getattr(profile, "name", "?")
-    peak = HARDWARE_PEAKS.get(check.data.peaks.get(metric, ""))
+    peak = HARDWARE_PEAKS.get(check.data.peaks.get(metric) or CONVENTIONAL.get((metric, finding.unit), ""))
     found = peak.bound(profile) if peak is not None and profile is not None else None
     if found is not None:
         return found

@@ -55,12 +55,17 @@ def host_references(host_name: str, inventory_args: list[str], vault=None, out=p
     one line), ProfileError for references that do not fit their checks."""
     from provision import inventory as inv
 
-    found = inv.read(inv.resolve_all(inventory_args), vault or inv.Vault())
+    sources = inv.resolve_all(inventory_args)
+    found = inv.read(sources, vault or inv.Vault())
     host = next((h for h in found.hosts if h.name == host_name), None)
+    if host is None and found.problems:  # a problem merged over many hosts names a few of them: read this one alone
+        try:
+            alone = inv.read(sources, vault or inv.Vault(), [host_name])
+        except InventoryError:  # --limit names no such host: said below, with the nearest name
+            alone = None
+        if alone is not None and alone.problems:
+            raise alone.problems[0]
     if host is None:
-        mine = [p for p in found.problems if host_name in p.host.replace(" (", ", ").split(", ")]
-        if mine:
-            raise mine[0]
         near = difflib.get_close_matches(host_name, [h.name for h in found.hosts], n=1)
         raise InventoryError(f"{found.label}: no host {host_name} in the inventory"
                              + (f" (did you mean {near[0]}?)" if near else ""))

@@ -62,8 +62,10 @@ def history(history_arg: str | None, query: HistoryQuery = HistoryQuery(), as_js
     if as_json:
         out(json.dumps([vars(r) for r in found], indent=1))
     else:
-        for line in db.table(found):  # a stored text value is a node's: one line, inert (provision.report.console)
-            out(visible(line, newlines=False))
+        # a stored text value is a node's: one line, inert (provision.report.console), escaped cell by cell so the
+        # columns still line up
+        for line in db.table(found, escape=lambda text: visible(text, newlines=False)):
+            out(line)
     return ExitStatus.OK
 
 

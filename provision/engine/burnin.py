@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -100,8 +100,14 @@ class Burnin:
     """One burn-in of ``targets`` into ``sink``; ``forks`` is the most jobs run at once (None: as many as there are
     hosts, so every node-scope job at once)."""
 
-    def __init__(self, targets: Sequence[Target], sink: Sink, transport: Transport, forks: int | None = None):
+    def __init__(self, targets: Sequence[Target], sink: Sink, transport: Transport, forks: int | None = None,
+                 resumed: tuple[int, Sequence[CheckResult]] = (1, ())):
         self.rundir, self.transport, self.control = sink.rundir, transport, sink.control
+        # A resumed run's attempt and the results its earlier attempts journaled, by (check, hosts) in journal order
+        self.attempt = resumed[0]
+        self.done: dict[tuple[str, tuple[str, ...]], deque[CheckResult]] = {}
+        for result in resumed[1]:
+            self.done.setdefault((result.check, tuple(result.hosts)), deque()).append(result)
         self.workers = max(1, len(targets)) if forks is None else forks
         self.connecting = threading.BoundedSemaphore(CONNECTS_AT_ONCE)
         self.states = {t.name: HostState(t, sink.records[t.name]) for t in targets}
@@ -174,6 +180,10 @@ class Burnin:
             self.control.progress(line)
 
     def execute(self, job: Job) -> CheckResult:
+        replayed = self._replayed(job)
+        if replayed is not None:
+            self.control.emit(JobFinished(replayed))
+            return replayed
         started = time.monotonic()
         self.control.job_started(job.label)
         self.control.emit(JobStarted(job.check.id, job.hosts))
@@ -186,7 +196,25 @@ class Burnin:
         if self.control.stop.is_set() and result.run_error:  # its tool was killed by the stop; a verdict stands
             result = self._error(job, f"interrupted ({self.control.reason}) while running", result.raw)
         result.duration_s = round(time.monotonic() - started, 2)
+        result.attempt = self.attempt
         self.control.emit(JobFinished(result))
+        return result
+
+    def _replayed(self, job: Job) -> CheckResult | None:
+        """The result an earlier attempt of this run journaled for ``job`` (the first of that check and those hosts
+        not handed out yet), or None; a kept check's outputs are read back from the run folder for the checks that
+        use or gather them."""
+        with self.outputs_lock:
+            queue = self.done.get((job.check.id, job.hosts))
+            result = queue.popleft() if queue else None
+        if result is None:
+            return None
+        if job.check.id in self.kept and result.outcome in (Outcome.PASS, Outcome.FAIL) and result.raw:
+            state = self.states[job.hosts[0]]
+            steps = job.check.steps(state.profile, target(job.check, tuple(self.states[h].host for h in job.hosts)))
+            texts = {raw.key: self.rundir.read(raw.path, f"{job.check.id} of {job.hosts[0]}") for raw in result.raw}
+            with self.outputs_lock:
+                self.outputs[(job.check.id, job.hosts[0])] = (steps, texts, list(result.raw))
         return result
 
     def _not_run(self, job: Job) -> CheckResult:
@@ -429,9 +457,16 @@ class BurninRequest:
     scope: str = "all"
     schedule: str = "quick"
     forks: int | None = None
+    # A resumed run (``provision burnin --resume RUN``): this is attempt ``attempt`` of it, and ``done`` are the
+    # results its earlier attempts journaled. A job whose result is among them is answered with that result, never
+    # run again (``Burnin.replay``); the cluster procedure, being deterministic in what its rounds give, asks for the
+    # same jobs again, so its complete rounds are answered from the journal and it goes on from the first job missing.
+    attempt: int = 1
+    done: tuple[CheckResult, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "checks", tuple(self.checks) if self.checks else None)
+        object.__setattr__(self, "done", tuple(self.done))
 
 
 @dataclass(frozen=True)
@@ -450,6 +485,6 @@ def run(targets: Sequence[Target], request: BurninRequest, transport: Transport,
     only = request.checks
     chosen = [c for c in registered if (c.id in only if only else not c.budget.optional)]  # the budget stage
     checks = with_inputs(cluster.completed(chosen, registered), registered)
-    engine = Burnin(targets, sink, transport, request.forks)
+    engine = Burnin(targets, sink, transport, request.forks, (request.attempt, request.done))
     results = engine.run(checks, sink.journal, request.scope, request.schedule)
     return BurninOutcome(results, dict(engine.cluster) if engine.cluster is not None else None)

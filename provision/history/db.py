@@ -30,6 +30,7 @@ import json
 import math
 import os
 import sqlite3
+import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,11 +337,21 @@ def trend(conn: sqlite3.Connection, hosts: list[str], metrics: tuple[str, ...], 
 COLUMNS = ("run", "time", "host", "check", "device", "metric", "value", "unit", "outcome")
 
 
-def table(found: list[Row]) -> list[str]:
-    """``provision history``'s table: a header, then one aligned line per row ('-' for an empty cell)."""
-    cells = [list(COLUMNS)] + [[_cell(getattr(r, c)) for c in COLUMNS] for r in found]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+def table(found: list[Row], escape: Callable[[str], str] = str) -> list[str]:
+    """``provision history``'s table: a header, then one aligned line per row ('-' for an empty cell).
+    Each cell is escaped first (``escape``: the command passes provision.report.console's ``visible``; a tab
+    is written ``\\t`` here), then the columns are measured by the escaped text's width on a terminal
+    (``width``): escaped after padding, a value's escapes pushed the rest of its line out of its columns."""
+    cells = [list(COLUMNS)] + [[escape(_cell(getattr(r, c))).replace("\t", "\\t") for c in COLUMNS] for r in found]
+    widths = [max(width(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    return ["  ".join(c + " " * (w - width(c)) for c, w in zip(row, widths)).rstrip() for row in cells]
+
+
+def width(text: str) -> int:
+    """The columns ``text`` takes on a terminal: 2 for a wide or full-width character (East Asian Width W
+    or F: CJK, most emoji), 0 for a combining mark or a format character (a zero-width space), else 1."""
+    return sum(0 if unicodedata.combining(ch) or unicodedata.category(ch) in ("Me", "Cf")
+               else 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 def _cell(value: object) -> str:

@@ -15,9 +15,15 @@ name, ``_seconds``, ``_bytes_per_second``, ``_celsius``):
   0; ``provision_burnin_run_outcome{outcome}`` 1 for the run's verdict (pass, untested, fail, error), else 0:
   untested is a coverage gap, not a failure and not a pass.
 - ``provision_burnin_host_left_out{host,reason}`` 1 per host the cluster procedure left out of its tests.
+- ``provision_burnin_fabric_cables{plane,switch_guid,state}`` per leaf, its leaf-spine cables (each counted
+  once, at its leaf end) and ``provision_burnin_fabric_switch_ports{plane,switch_guid,state}`` per switch, its
+  cabled ports, counted by state (pass, fail, twin, untested; ``coverage.tally``: a cable failed only as a
+  suspect's twin is one fault with it, ``twin``), zeros included: one series per switch and state, however
+  many cables, so a healthy 1,250-node fabric of 10,240 leaf-spine cables makes 2,304 + 1,280, not 92,160.
 - ``provision_burnin_cable_outcome{plane,switch_guid,port,peer_guid,peer_port,outcome}`` per leaf-spine cable
   (leaf end, spine end) and ``provision_burnin_switch_port_outcome{plane,switch_guid,port,outcome}`` per switch
-  port, 1 for its outcome (pass, fail, untested), else 0 (``Run.fabric_components``).
+  port that failed or was not tested (a twin fails with its suspect: both are checked), 1 for its outcome
+  (pass, fail, untested), else 0 (``Run.fabric_components``); a passing one has no series of its own.
 - ``provision_burnin_suspect_confidence{host,device,fault}`` per suspect the localization named (host
   ``fabric`` for a cable), 0 to 1.
 - ``provision_burnin_regression_ratio{host,device,metric,as}`` per regressed measurement (its own series:
@@ -27,7 +33,11 @@ name, ``_seconds``, ``_bytes_per_second``, ``_celsius``):
   JUnit name them; host is the finding's (a group test's blamed host) or the result's. Only failures make series,
   so a healthy 1,250-node run adds none.
 - per measured finding, converted from the check's unit (``MEASURES``), labels {host, device}; host is
-  the result's hosts joined by '+' for a pair or group test, the last measurement of a series wins.
+  the result's hosts joined by '+' for a pair or group test, the last measurement of a series wins. Only
+  a device that failed a finding or that the localization named (an HCA, every device of a suspect node)
+  has series; a figure its host has one of (NCCL busbw over the node's 8 GPUs, the store's write
+  bandwidth) is the host's and kept for every host. A healthy device's figures stay in report.json and
+  the history: per GPU, GPU pair and HCA they were about 105,000 series at 1,250 nodes.
 
 The file is written through a temp file renamed over it: the textfile collector reads whatever is
 there when scraped, a half-written file included (node_exporter README, "Textfile Collector",
@@ -37,6 +47,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,16 +139,21 @@ def _left_out(run: Run) -> Iterator[Metric]:
 
 
 def _fabric(run: Run) -> Iterator[Metric]:
-    """Per leaf-spine cable and per switch port (``Run.fabric_components``) 1 for its outcome, 0 for the others."""
+    """Per leaf its cables and per switch its ports counted by state; per cable and per switch port that did
+    not pass 1 for its outcome, 0 for the others (module doc)."""
     comps = run.fabric_components()
     if not comps:
         return
-    cable = GaugeMetricFamily(PREFIX + "cable_outcome", "A leaf-spine cable's outcome (1) and the others (0), by "
-                              "its leaf and spine switch GUIDs and ports.",
+    yield from _fabric_counts(comps)
+    cable = GaugeMetricFamily(PREFIX + "cable_outcome", "A leaf-spine cable that failed or was not tested: its "
+                              "outcome (1) and the others (0), by its leaf and spine switch GUIDs and ports.",
                               labels=["plane", "switch_guid", "port", "peer_guid", "peer_port", "outcome"])
-    port = GaugeMetricFamily(PREFIX + "switch_port_outcome", "A switch port's outcome (1) and the others (0): its "
-                             "cable's.", labels=["plane", "switch_guid", "port", "outcome"])
+    port = GaugeMetricFamily(PREFIX + "switch_port_outcome", "A switch port that failed or was not tested: its "
+                             "outcome (1) and the others (0), its cable's.", labels=["plane", "switch_guid", "port",
+                                                                                    "outcome"])
     for c in comps:
+        if c.outcome is Outcome.PASS:
+            continue
         for name in COMPONENT_OUTCOMES:
             value = 1.0 if c.outcome is name else 0.0
             if c.kind == "cable":
@@ -146,6 +162,22 @@ def _fabric(run: Run) -> Iterator[Metric]:
                 port.add_metric([c.plane, c.switch, str(c.port), name.value], value)
     yield cable
     yield port
+
+
+def _fabric_counts(comps: list[coverage.Component]) -> Iterator[Metric]:
+    """Per leaf its leaf-spine cables, per switch its cabled ports, by ``Component.state`` (zeros included)."""
+    counts: dict[str, dict[tuple[str, str], Counter]] = {"cable": {}, "port": {}}
+    for c in comps:
+        counts[c.kind].setdefault((c.plane, c.switch), Counter())[c.state] += 1
+    for kind, name, what in (("cable", "fabric_cables", "A leaf's leaf-spine cables"),
+                             ("port", "fabric_switch_ports", "A switch's cabled ports")):
+        family = GaugeMetricFamily(PREFIX + name, f"{what} by state: pass, fail, twin (failed only as a "
+                                   "suspect's twin: one fault with it) or untested.",
+                                   labels=["plane", "switch_guid", "state"])
+        for (plane, switch), found in sorted(counts[kind].items()):
+            for state in coverage.STATES:
+                family.add_metric([plane, switch, state], float(found[state]))
+        yield family
 
 
 def _suspects(run: Run) -> Iterator[Metric]:
@@ -223,7 +255,8 @@ def _outcomes(run: Run) -> Metric:
 
 
 def _measures(run: Run) -> Iterator[Metric]:
-    """One family per MEASURES row the run has a finite finding for."""
+    """One family per MEASURES row the run has a finite finding for, of the devices that failed or are
+    suspect and of the figures a host has one of (module doc)."""
     series: dict[str, dict[tuple[str, str], float]] = {}
     for r in run.results:
         for f in r.findings:
@@ -232,12 +265,30 @@ def _measures(run: Run) -> Iterator[Metric]:
             value = _finite(value * row[1]) if row is not None and value is not None else None
             if row is not None and value is not None:  # finite in the base unit too: never +Inf for a figure
                 series.setdefault(row[0], {})[(f.host or r.host, f.device)] = value
+    bad, nodes = _bad_devices(run)
     for name, help_text in sorted({(n, h) for n, _, h in MEASURES.values()}):
-        if name in series:
+        devices = Counter(host for host, _ in series.get(name, {}))
+        rows = {labels: value for labels, value in series.get(name, {}).items()
+                if devices[labels[0]] == 1 or labels in bad or labels[0] in nodes}
+        if rows:
             family = GaugeMetricFamily(PREFIX + name, help_text, labels=["host", "device"])
-            for labels, value in sorted(series[name].items()):
+            for labels, value in sorted(rows.items()):
                 family.add_metric(list(labels), value)
             yield family
+
+
+def _bad_devices(run: Run) -> tuple[set[tuple[str, str]], set[str]]:
+    """The (host, device) pairs that failed a finding or that the localization named (an HCA), and the
+    hosts it named as nodes (every device of theirs)."""
+    bad = {(f.host or r.host, f.device) for r in run.results for f in r.findings if not f.ok}
+    nodes = set()
+    for group in (run.cluster or {}).get("groups", []):
+        for s in group.get("suspects", []):
+            if s.get("kind") == "hca" and s.get("host"):
+                bad.add((s["host"], s.get("device") or ""))
+            elif s.get("kind") == "node" and s.get("host"):
+                nodes.add(s["host"])
+    return bad, nodes
 
 
 def _finite(value: object) -> float | None:

@@ -121,16 +121,18 @@ def closing(run: Run) -> list[str]:
 
 def fabric_counts(run: Run) -> str:
     """"fabric: 63 passed, 1 failed of 64 leaf-spine cables; 126 passed, 2 failed of 128 switch ports" from
-    ``Run.fabric_components`` (a zero count left out); "" when the run judged no fabric component."""
+    ``Run.fabric_components`` counted by ``coverage.tally`` (a zero count left out; a cable failed only as a
+    suspect's twin is one fault with it, told as "1 twin"); "" when the run judged no fabric component."""
     comps = run.fabric_components()
     if not comps:
         return ""
     parts = []
+    words = {"pass": "passed", "fail": "failed", coverage.TWIN: "twin", "untested": "untested"}
     for kind, noun in (("cable", "leaf-spine cables"), ("port", "switch ports")):
-        mine = [c.outcome for c in comps if c.kind == kind]
-        told = [f"{mine.count(o)} {word}" for o, word in ((Outcome.PASS, "passed"), (Outcome.FAIL, "failed"),
-                                                           (Outcome.UNTESTED, "untested")) if mine.count(o)]
-        parts.append(f"{', '.join(told)} of {len(mine)} {noun}")
+        counts = coverage.tally(comps, kind)
+        told = [f"{counts[state]} {words[state]}" + ("s" if state == coverage.TWIN and counts[state] > 1 else "")
+                for state in coverage.STATES if counts[state]]
+        parts.append(f"{', '.join(told)} of {sum(counts.values())} {noun}")
     return "fabric: " + "; ".join(parts)
 
 

@@ -181,6 +181,7 @@ class CheckResult:
     raw: list[RawOutput] = field(default_factory=list)
     run_error: bool = False
     evidence: bool = False
+    attempt: int = 1  # which attempt of a resumed run gave it (``provision burnin --resume``); 1: the first
 
     @property
     def host(self) -> str:
@@ -201,7 +202,8 @@ class CheckResult:
         return {"check": self.check, "scope": self.scope.value, "hosts": list(self.hosts),
                 "outcome": self.outcome.value, "message": self.message, "duration_s": self.duration_s,
                 "findings": [f.to_dict() for f in self.findings], "raw": [r.to_dict() for r in self.raw],
-                "run_error": self.run_error, **({"evidence": True} if self.evidence else {})}
+                "run_error": self.run_error, **({"evidence": True} if self.evidence else {}),
+                **({"attempt": self.attempt} if self.attempt > 1 else {})}
 
 
 @dataclass(frozen=True)
@@ -278,6 +280,8 @@ class Run:
     install_artifacts: str | None = None
     evaluated: dict | None = None
     cluster: dict | None = None  # the cluster procedure: per host group its fabric, rounds and suspects
+    # When each attempt of a resumed run started (``provision burnin --resume``); None for a run never resumed
+    attempts: list[str] | None = None
 
     def results_of(self, host: str) -> list[CheckResult]:
         """Every result that covered ``host``, in run order (one pass; ``by_host`` for every host at once)."""
@@ -339,7 +343,7 @@ class Run:
             "install": {h: i.to_dict() for h, i in self.install.items()},
             "results": [r.to_dict() for r in self.results],
         }
-        for key in ("install_wall_s", "burnin_wall_s", "install_artifacts", "evaluated", "cluster"):
+        for key in ("install_wall_s", "burnin_wall_s", "install_artifacts", "evaluated", "cluster", "attempts"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -45,7 +45,7 @@ def run_from_dict(data: Any, origin: str) -> Run:
                finished=str(data.get("finished", "")), hosts=hosts, install=install, results=results,
                install_wall_s=data.get("install_wall_s"), burnin_wall_s=data.get("burnin_wall_s"),
                install_artifacts=data.get("install_artifacts"), evaluated=data.get("evaluated"),
-               cluster=data.get("cluster"))
+               cluster=data.get("cluster"), attempts=data.get("attempts"))
 
 
 def finding_from_dict(row: dict) -> Finding:
@@ -85,7 +85,8 @@ def _result(row: dict) -> CheckResult:
                        findings=[finding_from_dict(f) for f in row.get("findings") or []],
                        raw=[RawOutput(r["key"], r["host"], r["path"], r.get("stderr", ""), r.get("server", ""))
                             for r in row.get("raw") or []],
-                       run_error=bool(row.get("run_error")), evidence=bool(row.get("evidence")))
+                       run_error=bool(row.get("run_error")), evidence=bool(row.get("evidence")),
+                       attempt=int(row.get("attempt") or 1))
 
 
 def _host(row: dict) -> HostRecord:

@@ -215,50 +215,64 @@ class RunDir:
     def journal(self) -> Path:
         return self.path / JOURNAL
 
-    def load(self, rebuild: Callable[[str], None] | None = None) -> Run:
+    def journaled_results(self) -> list[CheckResult]:
+        """Every result the journal holds, in the order they were recorded (a cut line left out): what a resumed
+        run keeps (``provision burnin --resume``)."""
+        return self._journaled()[1]
+
+    def load(self, rebuild: Callable[[str], None] | None = None, warn: Callable[[str], None] | None = None) -> Run:
         """The run's report, with any result the journal holds that the report lacks (a run
         killed before its last save). With ``rebuild``, a report.json that is missing, cut or
         unreadable is rebuilt from the journal (its run header and every whole result line), and
-        ``rebuild`` gets one line saying so. Raises ProvisionError when it is not a run report."""
+        ``rebuild`` gets one line saying so. ``warn`` (else ``rebuild``) gets a line per journal line of the
+        wrong shape, left out (``_journaled``). Raises ProvisionError when it is not a run report."""
+        warn = warn or rebuild
         try:
             data = json.loads(self.report.read_text())
         except (OSError, ValueError) as exc:
-            run = self._rebuilt(rebuild, exc) if rebuild is not None else None
+            run = self._rebuilt(rebuild, exc, warn) if rebuild is not None else None
             if run is None:
                 raise ProvisionError(f"{self.report}: not a readable run report ({exc})") from None
             return run
         run = reading.run_from_dict(data, str(self.report))
         seen = {(r.check, r.hosts) for r in run.results}
-        for result in self._journaled()[1]:
+        for result in self._journaled(warn)[1]:
             if (result.check, result.hosts) not in seen:
                 run.results.append(result)
                 seen.add((result.check, result.hosts))
         return run
 
-    def _journaled(self) -> tuple[dict | None, list[CheckResult]]:
+    def _journaled(self, warn: Callable[[str], None] | None = None) -> tuple[dict | None, list[CheckResult]]:
         """(the last run header, every result) of the journal's whole lines; a line cut by a kill or a
         full disk is left out. A journal written before lines started afresh may hold a cut line with
-        the next result glued to it: that result is kept."""
+        the next result glued to it: that result is kept. A whole JSON line of the wrong shape (neither a run
+        header nor a result: valid JSON, so no cut write made it) is left out too, and ``warn`` gets one line
+        naming the journal, the line's number and what is wrong; a cut line is not warned about (the last
+        one is a kill's, normal; an earlier one's write raised, naming the journal, when it failed)."""
         header: dict | None = None
         results: list[CheckResult] = []
         if not self.journal.is_file():
             return header, results
-        for line in self.journal.read_text(errors="replace").splitlines():
-            for text in (line, line[max(line.rfind(RESULT_START), 0):]):
-                try:
-                    row = json.loads(text)
-                    if isinstance(row, dict) and isinstance(row.get("run"), dict):
-                        header = row["run"]
-                    else:
-                        results.append(reading.result_from_dict(row))
-                    break
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    continue
+        # bytes split at '\n' only: the numbers are the file's lines (read_text and splitlines also break at '\r')
+        for number, line in enumerate(self.journal.read_bytes().decode(errors="replace").split("\n"), 1):
+            row = _journal_row(line)
+            if row is _CUT:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("run"), dict):
+                header = row["run"]
+                continue
+            try:
+                results.append(reading.result_from_dict(row))  # type: ignore[arg-type]
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                if warn is not None:
+                    why = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+                    warn(f"{self.journal}:{number}: not a result nor a run header ({_short(why)}); line left out")
         return header, results
 
-    def _rebuilt(self, say: Callable[[str], None], why: Exception) -> Run | None:
+    def _rebuilt(self, say: Callable[[str], None], why: Exception,
+                 warn: Callable[[str], None] | None = None) -> Run | None:
         """The run rebuilt from the journal alone; None when it holds no result."""
-        header, results = self._journaled()
+        header, results = self._journaled(warn)
         if not results:
             return None
         base = header or {"schema_version": SCHEMA_VERSION, "run_id": self.name}
@@ -274,6 +288,22 @@ class RunDir:
 
 
 RESULT_START = '{"check": '  # how a journal line of a result begins (CheckResult.to_dict's first key)
+_CUT = object()  # a journal line that is not JSON (cut by a kill or a failed write), nor ends in a result
+
+
+def _journal_row(line: str) -> object:
+    """One journal line's JSON value: the whole line's, else (a result glued to a cut line by an older
+    journal) the value from its last ``RESULT_START`` on; ``_CUT`` when neither is JSON (an empty line too)."""
+    for text in (line, line[line.rfind(RESULT_START):] if line.rfind(RESULT_START) > 0 else ""):
+        try:
+            return json.loads(text)
+        except ValueError:
+            continue
+    return _CUT
+
+
+def _short(text: str, most: int = 200) -> str:
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
 
 
 def latest_is_ours(link: Path) -> bool:

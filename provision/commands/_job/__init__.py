@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from provision import inventory as inv
 from provision import paths
 from provision.commands._common import now, status
-from provision.commands._job import burnin, install, publish, remember, select
+from provision.commands._job import burnin, install, publish, remember, resume, select
 from provision.commands._job.options import JobOptions
 from provision.engine import hostlock
 from provision.engine.burnin import BurninRequest
 from provision.engine.control import Control, stopping_on_signals
-from provision.errors import ExitStatus
+from provision.errors import ExitStatus, not_written
 from provision.report import progress as progress_view
 from provision.report import summary
 from provision.results.model import JUDGED_VARS, HostRecord, Run
@@ -67,19 +67,28 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
     ``options.inventory``; with ``retry_failed`` (a run) only on the hosts whose install did not end ok
     there. Returns the exit status; raises ProvisionError for bad input, HostsBusy (exit 6) for hosts
     another run holds after ``wait`` seconds. While it runs, the console shows a line per check and per
-    role (``provision.report.progress``), a line per host and job with ``verbose``."""
+    role (``provision.report.progress``), a line per host and job with ``verbose``. With ``resume`` (a run), that
+    killed run goes on in its own folder with its own options (``resume``: a changed inventory is ProvisionError)."""
+    resumed = None
+    if options.resume is not None:
+        rundir, options, identities = resume.load(options)
+        resumed = rundir
     chosen = _select(options, progress)
+    if resumed is not None:
+        resume.changed(identities, chosen.targets, str(options.resume))
     if not chosen.targets:  # only a shard can be empty: more shards than nodes (or racks) is a valid split
         progress(f"shard {options.shard}: no GPU node of {chosen.label} falls in this shard; nothing to run, "
                  "no run made")
         return ExitStatus.OK
-    ctx = _begin(options, chosen, progress)
+    ctx = _begin(options, chosen, progress, resumed)
     with stopping_on_signals(ctx.control), ctx.console:
         try:
             installed = _install(ctx)
             if "burnin" in options.phases and installed and not ctx.control.stop.is_set():
                 schedule = select.schedule(options.check_set, options.schedule)
-                request = BurninRequest(tuple(chosen.checks or ()) or None, chosen.scope, schedule, options.forks)
+                attempt, done = (len(ctx.run.attempts or ()) or 1), (resume.kept(resumed) if resumed else [])
+                request = BurninRequest(tuple(chosen.checks or ()) or None, chosen.scope, schedule, options.forks,
+                                        attempt, tuple(done))
                 burnin.burnin(installed, ctx.rundir, ctx.run, request, ctx.control, options.local, ctx.held)
         finally:
             ctx.held.release()
@@ -120,32 +129,56 @@ def _breaker(options: JobOptions):
                                 options.drain_window)
 
 
-def _begin(options: JobOptions, chosen: Chosen, progress) -> RunContext:
-    """The run's folder and record, its hosts taken (``burnin.take_hosts``), its console."""
+def _begin(options: JobOptions, chosen: Chosen, progress, resumed: RunDir | None = None) -> RunContext:
+    """The run's folder and record (``resumed``: a killed run's, one more attempt of it), its hosts taken
+    (``burnin.take_hosts``), its console."""
     hosts = [t.host for t in chosen.targets]  # with the set's durations and timeouts in their variables
     slurm_nodes = slurm_drain.node_names(hosts) if options.drain == "slurm" else {}  # before any node
-    rundir = RunStore(paths.RUNS).create(options.run_id, warn=progress)
-    held = burnin.take_hosts(hosts, options.phases, rundir, options.local, options.wait, progress)
-    record = Run(run_id=rundir.name, inventory=chosen.label, phases=list(options.phases), started=now(),
-                 hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS if h.vars.get(k) is not None})
-                        for h in hosts})
-    progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {chosen.label}, phases "
-             f"{', '.join(options.phases)}")
+    if resumed is None:
+        rundir = RunStore(paths.RUNS).create(options.run_id, warn=progress)
+        record = Run(run_id=rundir.name, inventory=chosen.label, phases=list(options.phases), started=now(),
+                     hosts={h.name: HostRecord(h.profile, {k: h.vars[k] for k in JUDGED_VARS
+                                                           if h.vars.get(k) is not None}) for h in hosts})
+    else:
+        rundir, record = resumed, resumed.load(rebuild=progress)
+        record.attempts = [*(record.attempts or [record.started]), now()]
+    held = burnin.take_hosts(hosts, options.phases, rundir, options.local, options.wait, progress,
+                             keep=resumed is not None)
+    if resumed is None:
+        _keep_job(rundir, options, chosen, progress)
+        progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {chosen.label}, phases "
+                 f"{', '.join(options.phases)}")
+    else:
+        kept = len(resume.kept(rundir))
+        progress(f"run {rundir.name}: attempt {len(record.attempts or ())}, resumed: {kept} results of earlier "
+                 f"attempts kept, not run again; {len(hosts)} GPU nodes from {chosen.label}, phases "
+                 f"{', '.join(options.phases)}")
     console = progress_view.Progress(progress, verbose=options.verbose, live=options.live)
     return RunContext(options, chosen, progress, slurm_nodes, rundir, record, held, console,
                       Control(console.line, events=console.event))
 
 
+def _keep_job(rundir: RunDir, options: JobOptions, chosen: Chosen, progress) -> None:
+    """Write the run's job.json (``resume.save``: what ``--resume`` continues it with); a file that cannot be
+    written costs the resume, never the run: said in one line."""
+    try:
+        resume.save(rundir, options, chosen.targets)
+    except OSError as exc:
+        progress(f"provision: warning: {not_written(exc)}; this run cannot be resumed (--resume)")
+
+
 def _install(ctx: RunContext) -> list[Target]:
-    """The install phase; the targets that go on to the burn-in (those whose host installed cleanly)."""
+    """The install phase; the targets that go on to the burn-in (those whose host installed cleanly). A resumed
+    run installs only the hosts its earlier attempts left without an install record."""
     if "install" not in ctx.options.phases:
         return ctx.chosen.targets
     assert ctx.chosen.inventory is not None  # --local is refused an install (select.local)
-    hosts = install.install(ctx.chosen.inventory, [t.host for t in ctx.chosen.targets], ctx.rundir, ctx.run,
-                            ctx.options.tags, ctx.control, ctx.options.forks)
-    ctx.rundir.save(ctx.run)
-    installed = {h.name for h in hosts}
-    return [t for t in ctx.chosen.targets if t.name in installed]
+    todo = [t.host for t in ctx.chosen.targets if t.name not in ctx.run.install]
+    if todo:
+        install.install(ctx.chosen.inventory, todo, ctx.rundir, ctx.run, ctx.options.tags, ctx.control,
+                        ctx.options.forks)
+        ctx.rundir.save(ctx.run)
+    return [t for t in ctx.chosen.targets if ctx.run.install[t.name].status == "ok"]
 
 
 def _remember(ctx: RunContext) -> None:

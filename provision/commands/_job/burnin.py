@@ -20,11 +20,12 @@ SAVE_EVERY_S = 2.0  # report.json is rewritten at most this often during a burn-
 SAVE_SHARE = 10  # ... and at most once per this many times its last save took (1,250 x 15 results: ~5 s a save)
 
 
-def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, progress) -> hostlock.Held:
+def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, progress,
+               keep: bool = False) -> hostlock.Held:
     """Take the hosts for the run in ``rundir`` (``provision.engine.hostlock``): their controller locks, then,
     for a burn-in, their node locks (over SSH, the connections kept for the burn-in; in-process with ``local``).
     Raises HostsBusy (exit 6) naming the runs that hold some and those hosts, after ``wait`` seconds, having
-    removed the run's folder (still empty: a refused run leaves nothing)."""
+    removed the run's folder (still empty: a refused run leaves nothing; ``keep``: a resumed run's, kept)."""
     line = json.dumps(hostlock.holder(rundir.name, phases))
     names = [h.name for h in hosts]
     held = hostlock.Held()
@@ -39,7 +40,8 @@ def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, p
     except BaseException:
         held.release()
         try:
-            rundir.path.rmdir()
+            if not keep:
+                rundir.path.rmdir()
         except OSError:
             pass
         raise
@@ -65,6 +67,8 @@ def burnin(targets, rundir: RunDir, run: Run, request: burnin_engine.BurninReque
 
     def record(result) -> None:
         run.results.append(result)
+        if result.attempt < request.attempt:  # an earlier attempt's, already in the journal (a resumed run)
+            return
         keeping(lambda: rundir.record(result))
         if time.monotonic() - saved[0] >= max(SAVE_EVERY_S, SAVE_SHARE * saved[1]):  # the scheduler waits for it
             began = time.monotonic()

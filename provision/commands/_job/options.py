@@ -50,6 +50,7 @@ class JobOptions:
     live: bool = False
     forks: int | None = None
     wait: float | None = None
+    resume: str | None = None  # --resume RUN: continue that killed run with its own options (``resume``)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> JobOptions:
@@ -58,9 +59,9 @@ class JobOptions:
         without it, a --limit naming nothing, a bad --forks or --wait."""
         given = {f.name: vars(args)[f.name] for f in fields(cls) if f.name in vars(args)}
         local = bool(given.get("local"))
-        if not local and not args.inventory:
-            raise ProvisionError(f"{args.command}: -i/--inventory is required (or --local: the burn-in of this "
-                                 "machine)")
+        if not local and not args.inventory and not given.get("resume"):
+            other = "--local: the burn-in of this machine" if args.command == "burnin" else "--resume RUN"
+            raise ProvisionError(f"{args.command}: -i/--inventory is required (or {other})")
         if not local and (given.get("host") or given.get("profile")):
             raise ProvisionError(f"{args.command}: --host and --profile go with --local")
         limit, checks = arguments.limit(args.limit), arguments.csv(given.get("checks"))

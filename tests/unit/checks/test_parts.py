@@ -28,7 +28,6 @@ def test_flat_fields_go_to_their_parts():
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({"scope": Scope.NODE, "placement": Placement()}, "scope given beside placement="),
     ({"speed": 1}, "no such field speed"),
     ({"placement": Placement(scope=Scope.PAIR, uses=("topology",))}, "uses needs scope node, not pair"),
     ({"data": Data(role=Role.PAIR_EVIDENCE)}, "role pair-evidence needs scope pair, not node"),
@@ -37,6 +36,15 @@ def test_flat_fields_go_to_their_parts():
 def test_a_declaration_that_contradicts_itself_is_refused(fields, message):
     with pytest.raises(ValueError, match=message):
         probe(**fields)
+
+
+def test_a_field_given_beside_its_part_changes_that_field():
+    import dataclasses
+
+    check = checks.registry()["ecc_counters"]
+    shorter = dataclasses.replace(check, timeout_s=5)
+    assert shorter.timeout_s == 5 and shorter.sets == check.sets and shorter.placement == check.placement
+    assert probe(placement=Placement(needs=("gpu",)), scope=Scope.PAIR).placement == Placement(Scope.PAIR, ("gpu",))
 
 
 def test_every_package_check_declares_its_parts():

@@ -45,7 +45,7 @@ def _findings(smi: dict, up_s: float, name: str = "h100-sxm5-80g-ndr"):
 def _gen5_x16(replays: int) -> dict:
     """A one-GPU nvidia-smi -q -x result (the contract's keys) on a Gen5 x16 link."""
     return {"gpus": [{"bus_id": "00000000:19:00.0", "lost": False, "pcie_replays": replays,
-                      "pcie_replay_rollovers": 0, "pcie_gen_max": 5, "width_max": 16}]}
+                      "pcie_replay_rollovers": 0, "pcie_gen_max": 5, "width_max": 16, "width_current": 16}]}
 
 
 @pytest.mark.parametrize(("sample", "tool", "replays"), [
@@ -89,6 +89,16 @@ def test_a_minute_since_boot_is_judged_as_dcgms_health_watch_judges_a_minute(gen
         finding = next(f for f in _findings(smi, 60.0) if f.metric == pcie_replays.METRIC)
         assert finding.ok is ok, finding.describe()
         assert finding.fault == "PCIE_REPLAYS_HIGH" and f"at Gen{gen} x16" in finding.detail
+
+
+def test_a_link_trained_down_is_allowed_the_replays_of_its_current_width():
+    """DCGM's formula takes the link's current width (DCGM_FI_DEV_PCIE_LINK_WIDTH): the same replays that pass an
+    x16 link fail the link that trained down to x8, where replays come from; the message says x8."""
+    smi = _gen5_x16(20)  # a minute: x16 allows 30.7, x8 15.4
+    assert next(f for f in _findings(smi, 60.0) if f.metric == pcie_replays.METRIC).ok
+    smi["gpus"][0]["width_current"] = 8
+    finding = next(f for f in _findings(smi, 60.0) if f.metric == pcie_replays.METRIC)
+    assert not finding.ok and "at Gen5 x8" in finding.detail
 
 
 def test_a_site_override_moves_the_limit():
@@ -136,7 +146,7 @@ def test_output_that_is_not_grep_hs_is_refused_in_one_line():
 @pytest.mark.parametrize(("edit", "message"), [
     ({"pcie_replays": None}, "GPU0 00000000:19:00.0: replay_counter is None, not a count"),
     ({"pcie_gen_max": None}, "link generation None, width 16: its capacity is unknown"),
-    ({"width_max": 0}, "link generation 5, width 0: its capacity is unknown"),
+    ({"width_current": 0}, "link generation 5, width 0: its capacity is unknown"),
 ])
 def test_a_gpu_without_a_readable_counter_or_link_is_a_parse_error(edit, message):
     smi = _gen5_x16(0)

@@ -204,3 +204,14 @@ def test_a_misdeclared_peak_is_refused_with_the_check(peaks, said):
     with pytest.raises(ValueError, match="check site_pinned_copy: peaks ") as caught:
         site_copy(peaks)
     assert said in str(caught.value)
+
+
+def test_a_flat_site_check_measuring_busbw_is_bounded_by_nvlink_as_before_the_peaks():
+    """A site's check written before ``peaks`` (no declaration) that reports nccl-tests' ``busbw_GBps`` keeps the
+    bound the field's name always gave it (``plausible.CONVENTIONAL``): 5,000 GB/s on an H100 is a forged figure."""
+    ref = Reference(value=480.0, lower=-0.1, upper=None, unit="GB/s", source="test")
+    busbw = Finding(device="node", metric="busbw_GBps", value=5000.0, ok=True, unit="GB/s", reference=ref)
+    site = Check(id="site_nccl", tool="t", steps=lambda profile, host: [], judge=lambda ctx: [], order=95,
+                 metrics={"busbw_GBps": "GB/s"})
+    [said] = plausible.beyond(site, [busbw], H100)
+    assert "above 956" in said and "NVLink SHARP at most halves a ring's traffic" in said

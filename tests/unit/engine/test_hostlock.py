@@ -9,15 +9,17 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 from provision import cli, paths
 from provision import inventory as inv
 from provision.commands import _job
-from provision.engine import hostlock
+from provision.engine import hostlock, nodelease
 from provision.engine.local import LocalProcess
-from provision.errors import ExitStatus
+from provision.engine.transport import CommandResult
+from provision.errors import CommandError, ExitStatus
 from provision.report.hostlist import fold
 from provision.runner import ansible
 from provision.runner.ansible import PlaybookResult
@@ -128,6 +130,10 @@ class _Node:
     def close(self):
         pass
 
+    def keeper(self):
+        """The last keeper started here (its lease's renewals are started here too)."""
+        return [p for p in self.procs if p.args[3] == "provision-lock"][-1]
+
 
 class _Transport:
     def __init__(self, root):
@@ -157,7 +163,7 @@ def test_node_locks_a_second_controller_sees_and_that_end_with_the_connection(tm
     assert not (tmp_path / "gpu01" / "holder").exists()
     hostlock.mark_nodes(hosts[1:], b, line("op-2"), 0, fold, print, second)
     assert sorted(second.keepers) == ["gpu02", "gpu03"]
-    keeper = b.nodes["gpu02"].procs[-1]
+    keeper = b.nodes["gpu02"].keeper()
     keeper.stdin.close()  # the controller killed (kill -9, no release ran): sshd closes the channel's pipe
     keeper.wait(timeout=60)
     third = hostlock.Held()
@@ -269,8 +275,8 @@ def test_a_node_that_rebooted_since_its_lock_was_taken_is_locked_again_over_a_ne
     transport, held, host = Transport(tmp_path), hostlock.Held(line=line("run-7")), _Host("gpu01")
     hostlock.mark_nodes([host], transport, held.line, 0, fold, print, held)
     old = transport.nodes["gpu01"]
-    old.procs[-1].stdin.close()  # the reboot: sshd and the keeper end, the node's lock with them
-    old.procs[-1].wait(timeout=60)
+    old.keeper().stdin.close()  # the reboot: sshd and the keeper end, the node's lock with them
+    old.keeper().wait(timeout=60)
     old.up = False
     assert not (tmp_path / "gpu01" / "holder").exists()
     conn = hostlock.Reusing(transport, held).connect(host)
@@ -278,3 +284,94 @@ def test_a_node_that_rebooted_since_its_lock_was_taken_is_locked_again_over_a_ne
     assert "run-7" in (tmp_path / "gpu01" / "holder").read_text()  # locked again for the burn-in
     held.release()
     assert not (tmp_path / "gpu01" / "holder").exists()
+
+
+@pytest.fixture
+def node_clock(tmp_path, monkeypatch):
+    """The nodes' clock (nodelease.CLOCK, /proc/uptime's shape) as a file the test sets; keepers look at it
+    every 0.05 s; the controller renews only when the test says (a round), never on its own."""
+    clock = tmp_path / "uptime"
+    monkeypatch.setattr(nodelease, "CLOCK", str(clock))
+    monkeypatch.setattr(nodelease, "TICK_S", 0.05)
+    monkeypatch.setattr(nodelease, "RENEW_S", 3600)
+
+    def at(seconds: int) -> None:
+        clock.write_text(f"{seconds}.75 123.00\n")
+
+    at(1000)
+    return at
+
+
+def test_a_vanished_controllers_node_lock_ends_with_its_lease_and_the_next_run_says_whose_it_took(
+        tmp_path, node_clock) -> None:
+    """issue 36: a controller gone without closing its connection (the keeper's channel stays open: no end of file)
+    keeps the node only until its lease ends; a renewed lease goes on past its first expiry; the next run takes the
+    node and says whose lease it took over; the old controller, back, is told its lease was lost."""
+    lease, host, said = nodelease.LEASE_S, _Host("gpu01"), []
+    first, nodes = hostlock.Held(), _Transport(tmp_path / "nodes")
+    hostlock.mark_nodes([host], nodes, line("nightly-1"), 0, fold, said.append, first)
+    keeper = nodes.nodes["gpu01"].keeper()
+    node_clock(1000 + lease - 1)  # the last second of the lease: still held
+    time.sleep(0.3)  # a few of the keeper's ticks (not a timing check: an early end would show here)
+    assert keeper.poll() is None
+    first.renewer.round()  # renewed: it ends at 1000 + 2 x lease - 1 now
+    node_clock(1000 + lease + 10)
+    time.sleep(0.3)
+    assert keeper.poll() is None and said == []
+    node_clock(1000 + 2 * lease)  # no renewal came (the controller vanished): the keeper lets the lock go
+    assert keeper.wait(timeout=30) == 0 and not keeper.stdin.closed
+    assert not (tmp_path / "nodes" / "gpu01" / "holder").exists()
+    second, told = hostlock.Held(), []
+    hostlock.mark_nodes([host], _Transport(tmp_path / "nodes"), line("op-2"), 0, fold, told.append, second)
+    assert list(second.keepers) == ["gpu01"] and "op-2" in (tmp_path / "nodes" / "gpu01" / "holder").read_text()
+    assert len(told) == 1 and told[0].startswith("provision: warning: gpu01: took over the node lock of run "
+                                                 "nightly-1 (controller ")
+    assert told[0].endswith(f"its lease had expired (not renewed for {lease} s: its controller vanished or was cut "
+                            "off)")
+    assert sorted(p.name for p in (tmp_path / "nodes" / "gpu01").iterdir() if not p.name.startswith("lease.")) == [
+        "holder", "lock"]  # the expired holder's line was said once and is gone
+    first.renewer.round()  # the first controller, back: its node says the lease ended
+    assert said == ["provision: warning: host gpu01: node lock lease lost (the node says it ended; it lasts "
+                    f"{lease} s unrenewed); another run may take the node while this one measures it"]
+    second.release(), first.release()
+    assert not (tmp_path / "nodes" / "gpu01" / "holder").exists()
+
+
+class _Leased:
+    """A connection whose renewals end as ``outcomes`` says, one per round: an exit status, or None (it failed)."""
+
+    def __init__(self, *outcomes, up=True):
+        self.outcomes, self.up = list(outcomes), up
+
+    def run(self, argv, timeout_s):
+        outcome = self.outcomes.pop(0) if self.outcomes else 0
+        if outcome is None:
+            raise CommandError("host gpu: could not start sh: timed out")
+        return CommandResult(argv, outcome, "", "", 0.0, False)
+
+    def alive(self):
+        return self.up
+
+
+def test_the_controller_judges_its_leases_by_its_own_clock(monkeypatch) -> None:
+    """The controller's side, its clock injected: a lease the node says ended is said lost at once; one whose
+    renewals fail (a hung connection) is said lost once not renewed for LEASE_S, not before; a closed
+    connection (the burn-in is done with the host, or it rebooted) is dropped without a word."""
+    monkeypatch.setattr(nodelease, "RENEW_S", 3600)  # rounds only when the test says
+    now, said = [0.0], []
+    renewer = nodelease.Renewer(said.append, clock=lambda: now[0])
+    conns = {"ok": _Leased(), "ended": _Leased(nodelease.LOST), "hung": _Leased(*[None] * 9),
+             "closed": _Leased(None, up=False)}
+    for name, conn in conns.items():
+        renewer.add(name, conn, "/run/provision", "t" + name)
+    lease = nodelease.LEASE_S
+    for now[0] in (60, lease - 1):
+        renewer.round()
+    assert sorted(renewer.leases) == ["hung", "ok"] and len(said) == 1
+    assert said[0].startswith("provision: warning: host ended: node lock lease lost (the node says it ended;")
+    now[0] = lease
+    renewer.round()
+    assert sorted(renewer.leases) == ["ok"] and renewer.leases["ok"].renewed == lease
+    assert said[1].startswith(f"provision: warning: host hung: node lock lease lost (not renewed for {lease} s;")
+    renewer.close()
+    assert renewer.leases == {} and renewer.stop.is_set()

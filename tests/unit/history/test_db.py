@@ -75,6 +75,22 @@ def test_the_table_aligns_its_columns():
     assert lines[0].index("value") == lines[1].index("371.25") == lines[2].index("-   ", lines[0].index("value"))
 
 
+def test_the_table_lines_up_once_a_value_is_escaped():
+    """issue 36: a node's text value with control characters (written as escapes, ``\\x1b`` four columns for one
+    character), a tab and wide characters still leaves every later column where the header's is."""
+    from provision.report.console import visible
+
+    rows = [db.Row("n1", "2026-11-01T02:00:00+00:00", "node01", "stack", "", "driver_version", "550.54", "", "pass"),
+            db.Row("n1", "2026-11-01T02:00:00+00:00", "node01", "stack", "", "driver_version",
+                   "\x1b[2J5\t50\u202e", "", "pass"),
+            db.Row("n1", "2026-11-01T02:00:00+00:00", "node01", "stack", "", "driver_version", "版本550", "", "pass")]
+    lines = db.table(rows, escape=lambda text: visible(text, newlines=False))
+    assert lines[2].split()[6] == "\\x1b[2J5\\t50\\u202e" and "\x1b" not in lines[2] and "\t" not in lines[2]
+    starts = [db.width(line[:line.index(" pass")]) for line in lines[1:]]  # the outcome column, in terminal columns
+    assert starts[0] == starts[1] == starts[2] == db.width(lines[0][:lines[0].index(" outcome")])
+    assert db.width("版本550") == 7 and db.width("e\u0301") == 1
+
+
 def test_a_failing_migration_leaves_the_file_at_its_version(tmp_path, monkeypatch):
     file = tmp_path / "h.db"
     with db.connect(file, upto=1):

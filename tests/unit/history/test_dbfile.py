@@ -274,3 +274,46 @@ def test_a_full_disk_is_said_not_written_and_the_history_is_kept(tmp_path, capsy
         with db.reader(file) as conn:
             assert {r.run for r in db.rows(conn)} == {"night1"}
         assert cli.main(["history", "import", *saved_runs(tmp_path, (2,)), "--history", str(file)]) == 0
+
+
+@pytest.fixture
+def hung(tmp_path, monkeypatch):
+    """A history path on a "hung mount": os.stat of it blocks until the test ends (an Event, never a real hang);
+    looks are bounded at 0.2 s. Yields the path and the number of stats that reached it."""
+    file, release, calls, real = tmp_path / "nfs" / "history.db", threading.Event(), [], os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.fspath(path) == os.fspath(file):
+            calls.append(path)
+            release.wait(HANG_GUARD_S)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(dbfile, "LOOK_BOUND_S", 0.2)
+    yield file, calls
+    release.set()  # the stuck look returns; its thread ends
+    for thread in list(dbfile._stuck.values()):
+        thread.join(HANG_GUARD_S)
+    dbfile._stuck.clear()
+
+
+def test_a_hung_mount_under_the_history_costs_the_run_its_history_in_one_line(tmp_path, hung, capsys):
+    """issue 36: the end of a burn-in no longer waits for ever on a history path whose stat never returns: one
+    warning line naming the path and the bound, the run's results and exit status as for any unwritable history;
+    a second look while the first is still stuck fails at once, leaving no second thread behind."""
+    file, calls = hung
+    rundir = RunStore(tmp_path / "runs").create("night3")
+    run = bw_run("night3", 3, {"node01": 396.0})
+    before, lines = list(run.results), []
+    kind, said = returns(lambda: remember.remember(run, rundir, str(file), lines.append))
+    assert kind == "ok" and said == lines[0] and len(lines) == 1 and run.results == before
+    assert lines[0].startswith(f"provision: warning: history {file}: HistoryHung: {file}: history path hung: "
+                               "no answer from the file system in 0.2 s (a hung network mount?)")
+    assert f"`provision history import {rundir.path} --history {file}`" in lines[0]
+    assert cli.main(["history", "--history", str(file)]) == 2  # a read: bad input's exit
+    assert cli.main(["history", "import", *saved_runs(tmp_path, (1,)), "--history", str(file)]) == 5  # not written
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("still no answer from the earlier look" in line for line in err)
+    assert len(calls) == 1  # one stuck thread, not one per look
+    with pytest.raises(dbfile.HistoryHung, match="history path hung"):  # the job's check before any node
+        remember.history_path(str(file))

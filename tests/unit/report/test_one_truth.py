@@ -4,6 +4,7 @@ and switch ports, from one results model, for a run failed by a cable alone, a f
 slow HCA, and a run whose only finding is a coverage gap (untested: not failed, not a full pass)."""
 from __future__ import annotations
 
+import dataclasses
 import html as html_lib
 import json
 import re
@@ -21,7 +22,7 @@ from provision.report import html, junit, prometheus, summary
 from provision.results import reading, schema
 from provision.results.model import FABRIC, CheckResult, Finding, HostRecord, Outcome, Run, Scope
 from tests.unit.report.burnin_run import failing_run
-from tests.unit.report.truth_runs import cable_run, flap_and_slow_hca_run, untested_run
+from tests.unit.report.truth_runs import PLANE, cable_run, flap_and_slow_hca_run, twin_run, untested_run
 
 
 def families(run: Run) -> dict[str, list]:
@@ -152,6 +153,44 @@ def test_a_coverage_gap_is_untested_not_failed_and_not_a_pass(tmp_path):
     assert reading.run_from_dict(json.loads(json.dumps(saved)), "t").outcome() == run.outcome()
 
 
+def test_twin_cables_are_one_fault_counted_once_and_both_named(tmp_path):
+    """Issue 36: a suspect whose cable traffic cannot tell from its twin (two leaves) read "run FAIL: 2 cables
+    failed, 4 switch ports failed" for one fault. Both cables are still named failed (both are to be checked:
+    JUnit, the HTML, the per-cable series), the counts count the twin once: console, report.json, Prometheus."""
+    run = twin_run()
+    seen = views(run, tmp_path)
+    both = {("S-leaf1", 33, "S-spine1", 1, "fail"), ("S-leaf2", 33, "S-spine1", 2, "fail")}
+    assert seen["model"]["cables"] == seen["prom"]["cables"] == both
+    assert seen["text"].splitlines()[-2:] == [
+        "fabric: 2 passed, 1 failed, 1 twin of 4 leaf-spine cables; 4 passed, 2 failed, 2 twins of 8 switch ports",
+        "run FAIL: 1 cable failed, 1 twin cable, 2 switch ports failed, 2 twin switch ports"]
+    assert run.to_dict()["outcome"]["reasons"] == ["1 cable failed", "1 twin cable", "2 switch ports failed",
+                                                   "2 twin switch ports"]
+    counted: dict[tuple[str, str], float] = {}
+    for name in ("provision_burnin_fabric_cables", "provision_burnin_fabric_switch_ports"):
+        for labels, value in seen["prom_all"][name]:
+            counted[(name, labels["state"])] = counted.get((name, labels["state"]), 0.0) + value
+    assert counted == {("provision_burnin_fabric_cables", "pass"): 2, ("provision_burnin_fabric_cables", "fail"): 1,
+                       ("provision_burnin_fabric_cables", "twin"): 1, ("provision_burnin_fabric_cables", "untested"): 0,
+                       ("provision_burnin_fabric_switch_ports", "pass"): 4,
+                       ("provision_burnin_fabric_switch_ports", "fail"): 2,
+                       ("provision_burnin_fabric_switch_ports", "twin"): 2,
+                       ("provision_burnin_fabric_switch_ports", "untested"): 0}
+    assert status(run) is ExitStatus.NODE_FAILED
+
+
+def test_a_cable_seen_from_both_ends_is_one_cable():
+    """ibnetdiscover prints each cable from both its ends; the fabric check's finding may name the spine end first.
+    Whichever end names it, the group's uplink, the fabric check and the suspect are one cable."""
+    run = cable_run()
+    fabric = next(r for r in run.results if r.check == "fabric")
+    fabric.findings = [dataclasses.replace(f, device=f"{PLANE} " + " <-> ".join(reversed(f.device.split(" ", 1)[1]
+                                                                                            .split(" <-> "))))
+                       for f in fabric.findings]
+    assert len([c for c in run.fabric_components() if c.kind == "cable"]) == 4
+    assert run.outcome().line() == "run FAIL: 1 cable failed, 2 switch ports failed"
+
+
 def test_a_blamed_host_of_a_cluster_only_run_has_its_own_suite_and_times_are_milliseconds(tmp_path):
     hosts = ("a1", "a2", "a3")
     results = [CheckResult("ib_pairs", ("a1", "a2"), Outcome.PASS, "ok", scope=Scope.PAIR, duration_s=d,
@@ -235,7 +274,7 @@ def _sample_problems(family, sample, seen: set[tuple]) -> list[str]:
 
 
 def test_the_textfile_passes_what_promtool_lints_without_promtool():
-    for run in (failing_run(), cable_run(), flap_and_slow_hca_run(), untested_run()):
+    for run in (failing_run(), cable_run(), flap_and_slow_hca_run(), untested_run(), twin_run()):
         text = prometheus.text(run)
         assert text_string_to_metric_families(text) and promlint(text) == []
         assert "provision_burnin_check_outcome" in {f.name for f in text_string_to_metric_families(text)}

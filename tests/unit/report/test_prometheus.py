@@ -16,6 +16,7 @@ from provision.report import prometheus
 from provision.results.model import CheckResult, Finding, HostRecord, Outcome, Reference, Run
 from provision.runner import ansible
 from provision.runner.ansible import PlaybookResult
+from provision.sim import synth
 from tests.unit.report.burnin_run import failing_run
 
 
@@ -39,7 +40,8 @@ def test_the_textfile_parses_and_speaks_base_units():
     nccl = got["provision_burnin_nccl_allreduce_bus_bandwidth_bytes_per_second"]
     assert nccl[labels(host="n1", device="8 GPUs")] == pytest.approx(474.52e9)
     d2d = got["provision_burnin_nvbandwidth_device_to_device_bytes_per_second"]
-    assert d2d[labels(host="n2", device="GPU2->GPU5")] == pytest.approx(223.31e9) and len(d2d) == 2 * 56
+    assert d2d[labels(host="n2", device="GPU2->GPU5")] == pytest.approx(223.31e9)
+    assert set(d2d) == {labels(host="n2", device="GPU2->GPU5"), labels(host="n2", device="GPU5->GPU2")}  # failed
     pair = got["provision_burnin_ib_pair_write_bandwidth_bytes_per_second"]
     assert set(pair) == {labels(host="n1+n3", device="mlx5_0")}
     when = dt.datetime(2026, 12, 1, 10, 30, tzinfo=dt.timezone.utc).timestamp()
@@ -109,3 +111,45 @@ def test_the_main_job_writes_the_textfile_beside_the_report(tmp_path, monkeypatc
     got = samples((tmp_path / "r-prom" / PROMETHEUS).read_text())
     assert got["provision_burnin_run_info"] == {labels(run_id="r-prom", inventory=str(data / "homelab")): 1.0}
     assert "provision_burnin_run_timestamp_seconds" in got
+
+
+def test_a_healthy_device_has_no_series_a_failed_or_suspect_one_and_a_hosts_figure_do():
+    """Series per HCA and GPU only for those that failed or the localization named (issue 36 item 4); a figure a
+    host has one of (NCCL busbw over its 8 GPUs) is the host's and stays for every host."""
+    run = failing_run()
+    got = samples(prometheus.text(run))
+    ib = got["provision_burnin_ib_write_bandwidth_bytes_per_second"]
+    assert set(ib) == {labels(host="n2", device="mlx5_1")}  # n1's and n2's healthy mlx5_0 are left out
+    assert set(got["provision_burnin_nccl_allreduce_bus_bandwidth_bytes_per_second"]) == {
+        labels(host="n1", device="8 GPUs"), labels(host="n2", device="8 GPUs")}
+    run.cluster["groups"][0]["suspects"] = [{"kind": "hca", "host": "n1", "rail": 0, "device": "mlx5_0"},
+                                            {"kind": "node", "host": "n1"}]
+    got = samples(prometheus.text(run))
+    assert labels(host="n1", device="mlx5_0") in got["provision_burnin_ib_write_bandwidth_bytes_per_second"]
+    assert len(got["provision_burnin_nvbandwidth_device_to_device_bytes_per_second"]) == 56 + 2  # a suspect node's
+
+
+def _fabric_run(hosts: int) -> Run:
+    """A healthy run on a two-leaf, two-spine fat tree (provision.sim.synth) of ``hosts`` hosts: 2 x hosts/2
+    leaf-spine cables."""
+    names = [f"n{i:02d}" for i in range(hosts)]
+    fabric = synth.fat_tree(names, leaves=2, spines=2)
+    group = {"profile": "p", "hosts": names, "rounds": [], "suspects": [], "fabric": fabric.to_dict(),
+             "unknown": {"hosts": [], "cables": []}}
+    return Run(run_id="f", hosts={h: HostRecord("p") for h in names}, cluster={"groups": [group]})
+
+
+def test_a_healthy_fabrics_series_are_per_switch_not_per_cable():
+    """Issue 36 item 4: 8 or 32 healthy leaf-spine cables on the same four switches make the same number of series:
+    per leaf its cables and per switch its ports, by state; no series per cable or port."""
+    small, large = _fabric_run(8), _fabric_run(32)
+    assert [c.kind for c in large.fabric_components()].count("cable") == 32 == 4 * 8
+    for run, cables in ((small, 8), (large, 32)):
+        got = samples(prometheus.text(run))
+        assert "provision_burnin_cable_outcome" not in got and "provision_burnin_switch_port_outcome" not in got
+        count = got["provision_burnin_fabric_cables"]
+        ports = got["provision_burnin_fabric_switch_ports"]
+        assert len(count) == 2 * 4 and len(ports) == 4 * 4  # 2 leaves, 4 switches, x pass, fail, twin, untested
+        assert sum(v for k, v in count.items() if ("state", "pass") in k) == cables
+        assert sum(v for k, v in ports.items() if ("state", "pass") in k) == 2 * cables
+        assert sum(v for k, v in {**count, **ports}.items() if ("state", "pass") not in k) == 0

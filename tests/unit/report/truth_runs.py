@@ -5,9 +5,14 @@ leaves and two spines (four leaf-spine cables, eight switch ports), judged three
 - ``flap_and_slow_hca_run``: n2's HCA mlx5_0 is slow (ib_write_bw fails: it is left out of the cluster tests),
   a flapping switch port on S-spine2[2] makes the localization name its cable;
 - ``untested_run``: everything tested passes, but two cables carried no traffic and n5 was alone in its
-  group: a coverage gap, not a failure.
+  group: a coverage gap, not a failure;
+- ``twin_run``: a flapping cable S-leaf1[33] <-> S-spine1[1] at full width, which traffic cannot tell from its
+  twin S-leaf2[33] <-> S-spine1[2] (on two leaves they carry the same routes): one suspect, both cables failed
+  (both are to be checked), one fault counted once.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from provision.results.model import FABRIC, CheckResult, Finding, HostRecord, Outcome, Reference, Run, Scope
 
@@ -121,3 +126,14 @@ def untested_run() -> Run:
                "left_out": {"n5": "alone: 1 host of profile h100-sxm5-80g-ndr ready in this run (or shard), "
                                   "a pair test needs two"}}
     return _run("r-untested", hosts, results, cluster)
+
+
+def twin_run() -> Run:
+    """Every node passes; one suspect names S-leaf1[33] <-> S-spine1[1] or its twin S-leaf2[33] <-> S-spine1[2]."""
+    row, finding = _cable_suspect(CABLES[0])
+    lf, lp, s, sp = CABLES[2]
+    row["alternatives"] = [{"plane": PLANE, "id": cable_id(*CABLES[2]), "leaf": lf, "leaf_port": lp, "spine": s,
+                            "spine_port": sp, "width_speed": "4xNDR"}]
+    finding = dataclasses.replace(finding, device=f"{finding.device} or cable {lf}[{lp}] <-> {s}[{sp}] ({PLANE})")
+    results = [_node("ib_write_bw", h) for h in HOSTS] + [_fabric_result(HOSTS), _localize(HOSTS, [finding])]
+    return _run("r-twin", HOSTS, results, {"groups": [_group(HOSTS, [row])]})

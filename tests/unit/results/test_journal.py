@@ -63,3 +63,24 @@ def test_a_short_write_is_continued_to_the_whole_line(tmp_path, monkeypatch):
     rundir.record(CheckResult("xid", ("n2",), Outcome.PASS, "ok"))
     lines = rundir.journal.read_text().splitlines()
     assert [line.count('"check": "xid"') for line in lines] == [1, 1]
+
+
+def test_a_line_of_the_wrong_shape_is_named_with_its_number_and_a_torn_last_line_is_not(tmp_path):
+    """issue 36: valid JSON that is no result nor run header (type-confused) is left out and named by file and
+    line; the good lines around it still load; a last line cut by a kill stays tolerated without a word."""
+    rundir = RunStore(tmp_path / "runs").create("mixed")
+    rundir.save(Run(run_id="mixed"), latest=False)
+    rundir.record(CheckResult("xid", ("n1",), Outcome.PASS, "ok"))
+    good = store.dumps(CheckResult("xid", ("n2",), Outcome.PASS, "ok").to_dict(), indent=None)
+    confused = good.replace('"hosts": ["n2"]', '"hosts": "n2"').replace('"outcome": "pass"', '"outcome": 3')
+    with rundir.journal.open("a") as journal:
+        journal.write(confused + "[1, 2]\n" + good + '{"run": "not a header"}\n' + good.replace("n2", "n3")[:40])
+    said: list[str] = []
+    assert [r.hosts for r in rundir.load(warn=said.append).results] == [("n1",), ("n2",)]
+    assert len(said) == 3, said
+    assert [line.split(": ", 1)[0] for line in said] == [f"{rundir.journal}:{n}" for n in (2, 3, 5)]
+    assert all(line.endswith("; line left out") and "not a result nor a run header (" in line for line in said)
+    assert "'n2' is not of type 'array'" in said[0] or "3 is not one of" in said[0]
+    rebuilt: list[str] = []  # the commands pass one callable (provision.commands._common.rebuilt): it gets them
+    rundir.load(rebuild=rebuilt.append)
+    assert rebuilt == said
