@@ -121,9 +121,10 @@ def size(hosts: int, radix: int, oversubscription: float = 1.0, leaves: int | No
 def fat_tree(hosts: list[str], rails: int = 1, leaves: int | None = None,  # noqa: PLR0913 (below)
              spines: int | None = None, width_speed: str = "4xNDR", oversubscription: float = 1.0,
              ports: dict[str, list[Port]] | None = None, name: str = "fabric") -> Fabric:
-    # PLR0913's one exception: the simulated fabric's description, every parameter but ``hosts`` an optional
-    # keyword a scenario file's ``fabric:`` block names one for one (provision/sim/scenario.py), called with
-    # keywords by the sim, the benches and 60-odd tests; a wrapper type would only rename them.
+    # One of PLR0913's two exceptions (the other: Check.__init__, a dataclass's own fields): the simulated
+    # fabric's description, every parameter but ``hosts`` an optional keyword a scenario file's ``fabric:`` block
+    # names one for one (provision/sim/scenario.py), called with keywords by the sim, the benches and 60-odd tests;
+    # a wrapper type would only rename them.
     """A fat-tree over ``hosts`` with ``rails`` planes, ``leaves`` and ``spines`` as given or as ``size``
     chooses them for the switch radix of ``width_speed``'s rate. ``ports[host][rail]`` are the HCAs to
     cable (default ``default_ports``). Raises ValueError when a switch would need more ports than its radix."""
