@@ -41,7 +41,7 @@ def validate(profile: Profile) -> None:
         check = checks.get(check_id)
         if check is None:
             where = _where(profile, check_id, next(iter(rows), ""))
-            near = difflib.get_close_matches(check_id, list(checks), n=1)
+            near = difflib.get_close_matches(check_id, list(checks), n=1) if where == OVERRIDES else []
             raise ProfileError(f"{where}: references.{check_id}: no such check"
                                + (f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(checks)})"))
         for metric, row in rows.items():  # a row is the mistake of the layer it comes from
@@ -55,6 +55,9 @@ MAX_VALID = 4096  # views found valid, kept; beyond it the memo starts again (a 
 _VALID: dict[int, Profile] = {}
 
 
+OVERRIDES = "provision_reference_overrides"  # the inventory's variable, and the name of its layer's mistakes
+
+
 def _where(profile: Profile, check_id: str, metric: str) -> str:
     """Who wrote ``check_id``/``metric``'s row: the check (its default), the inventory (a site's override) or the
     profile's file."""
@@ -62,7 +65,7 @@ def _where(profile: Profile, check_id: str, metric: str) -> str:
     if layer == layers.default_layer(check_id):
         return f"check {check_id} (Check.references)"
     if layer.startswith("inventory"):
-        return "provision_reference_overrides"
+        return OVERRIDES
     return profile.path
 
 

@@ -105,6 +105,7 @@ class Burnin:
         self.rundir, self.transport, self.control = sink.rundir, transport, sink.control
         # A resumed run's attempt and the results its earlier attempts journaled, by (check, hosts) in journal order
         self.attempt = resumed[0]
+        self.replayed_ids: set[int] = set()
         self.done: dict[tuple[str, tuple[str, ...]], deque[CheckResult]] = {}
         for result in resumed[1]:
             self.done.setdefault((result.check, tuple(result.hosts)), deque()).append(result)
@@ -172,6 +173,8 @@ class Burnin:
         return self.rundir.read(raw.path, origin)
 
     def record(self, result: CheckResult) -> None:
+        if id(result) not in self.replayed_ids:  # what the procedure made (its localize) belongs to this attempt
+            result.attempt = self.attempt
         if self.on_result is not None:
             self.on_result(result)
 
@@ -209,6 +212,7 @@ class Burnin:
             result = queue.popleft() if queue else None
         if result is None:
             return None
+        self.replayed_ids.add(id(result))  # kept alive by ``done``
         if job.check.id in self.kept and result.outcome in (Outcome.PASS, Outcome.FAIL) and result.raw:
             state = self.states[job.hosts[0]]
             steps = job.check.steps(state.profile, target(job.check, tuple(self.states[h].host for h in job.hosts)))

@@ -4,11 +4,16 @@
 connection passes (``Host.ssh_options``, built by ``provision.inventory.sshargs``) and reads
 what OpenSSH would use: HostName, Port, User, IdentityFile(s), CertificateFile(s),
 UserKnownHostsFile(s) then GlobalKnownHostsFile(s), HostKeyAlias, IdentityAgent,
-IdentitiesOnly, ProxyCommand and ProxyJump. ssh_config files are found and matched by OpenSSH
-(``-F FILE``, else ``~/.ssh/config`` of the running user and ``/etc/ssh/ssh_config``; Host and
-Match blocks; first value wins), so no rule here is ours. ``ssh -G`` prints IdentityFile,
-CertificateFile, IdentityAgent and ProxyCommand unexpanded: their ``~`` and ``%`` tokens are
-expanded here as ssh_config(5) TOKENS says.
+IdentitiesOnly, ProxyCommand and ProxyJump, and what decides host trust besides known_hosts
+(``_trust``: RevokedHostKeys, KnownHostsCommand, CASignatureAlgorithms, HostKeyAlgorithms,
+RequiredRSASize; settings that would trust more are kept to be named in refusals;
+CanonicalizeHostname and CheckHostIP on a host name are refused naming the option; README "How
+nodes are reached").
+ssh_config files are found and matched by OpenSSH (``-F FILE``, else ``~/.ssh/config`` of the
+running user and ``/etc/ssh/ssh_config``; Host and Match blocks; first value wins), so no rule
+here is ours. ``ssh -G`` prints IdentityFile, CertificateFile, IdentityAgent, ProxyCommand and
+RevokedHostKeys unexpanded: their ``~`` and ``%`` tokens are expanded here as ssh_config(5)
+TOKENS says.
 
 A ProxyJump ``a,b`` is resolved as OpenSSH's ssh.c builds its ProxyCommand for it: the last hop
 ``b`` is ``ssh [-l user] [-p port] [-J a] [-F FILE] b`` (the ``-F`` of the node's own command
@@ -24,12 +29,14 @@ import functools
 import getpass
 import os
 import re
+import shlex
 import socket
 import subprocess
 import threading
 from dataclasses import dataclass
 
 from provision import external
+from provision.engine import knownhosts
 from provision.errors import CommandError, MissingProgramError
 
 SSH = "ssh"
@@ -54,6 +61,8 @@ class Target:
     identities_only: bool
     proxy_command: str | None
     via: Target | None
+    trust: knownhosts.Policy = knownhosts.STRICT
+    host_key_algorithms: tuple[str, ...] | None = None  # set in ssh_config; None: OpenSSH's default list
 
     @property
     def label(self) -> str:
@@ -67,6 +76,11 @@ class Target:
         if self.host_key_alias:
             return self.host_key_alias
         return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    @property
+    def unported_name(self) -> str | None:
+        """The name OpenSSH looks the key up under again when ``[host]:port`` knows none (no HostKeyAlias)."""
+        return None if self.host_key_alias or self.port == 22 else self.hostname
 
     @property
     def principal(self) -> str:
@@ -109,10 +123,12 @@ def _resolve(options: tuple[str, ...], name: str, extra_known: tuple[str, ...]) 
     hostname, port, user = first["hostname"], int(first["port"]), first["user"]
     tokens = {"%": "%", "d": os.path.expanduser("~"), "u": getpass.getuser(), "h": hostname, "p": str(port),
               "r": user, "n": name, "l": socket.gethostname().split(".")[0], "L": socket.gethostname(),
-              "i": str(os.getuid())}
+              "i": str(os.getuid()), "k": first.get("hostkeyalias") or name}
     known = tuple(_expand(f, tokens) for k in ("userknownhostsfile", "globalknownhostsfile")
-                  for line in values.get(k, ()) for f in line.split())
+                  for line in values.get(k, ()) for f in line.split() if f != "none")
     jump, command = first.get("proxyjump"), first.get("proxycommand")
+    proxied = bool(jump and jump != "none") or bool(command and command != "none")
+    trust, algorithms = _trust(first, hostname, proxied, tokens)
     return Target(
         name=name, hostname=hostname, port=port, user=user,
         identity_files=tuple(_expand(f, tokens) for f in values.get("identityfile", ())),
@@ -122,7 +138,54 @@ def _resolve(options: tuple[str, ...], name: str, extra_known: tuple[str, ...]) 
         identity_agent=_agent(first.get("identityagent"), tokens),
         identities_only=first.get("identitiesonly") == "yes",
         proxy_command=_expand(command, tokens) if command and command != "none" else None,
-        via=_jump(jump, options, extra_known) if jump and jump != "none" else None)
+        via=_jump(jump, options, extra_known) if jump and jump != "none" else None,
+        trust=trust, host_key_algorithms=algorithms)
+
+
+def _trust(first: dict[str, str], hostname: str, proxied: bool, tokens: dict[str, str]):
+    """(knownhosts.Policy, HostKeyAlgorithms or None) from what ``ssh -G`` printed. Raises CommandError
+    naming an option that decides trust and that the burn-in does not follow (README "How nodes are reached")."""
+    def refuse(option: str, why: str):
+        raise CommandError(f"{option} {first.get(option.lower())} is not supported by the burn-in's SSH connection: "
+                           f"{why}")
+
+    command = first.get("knownhostscommand", "none")
+    if first.get("canonicalizehostname", "false") not in ("false", "no"):
+        refuse("CanonicalizeHostname", "it changes the name host keys are looked up under by DNS; give full names")
+    if first.get("checkhostip") == "yes" and not proxied and not _is_address(hostname):
+        refuse("CheckHostIP", "the burn-in checks the key under the host's name only; set CheckHostIP no")
+    lenient = [f"{option} {first[option.lower()]}" for option, weak in _LENIENT if first.get(option.lower()) in weak]
+    revoked = first.get("revokedhostkeys")
+    policy = knownhosts.Policy(
+        revoked_host_keys=_expand(revoked, tokens) if revoked and revoked != "none" else None,
+        ca_signature_algorithms=tuple(first["casignaturealgorithms"].split(","))
+        if first.get("casignaturealgorithms") else None,
+        required_rsa_size=int(first.get("requiredrsasize", 1024)), lenient=tuple(lenient),
+        known_hosts_command=tuple(shlex.split(command)) if command != "none" else (),
+        tokens=tuple(sorted(tokens.items())) if command != "none" else ())
+    algorithms = first.get("hostkeyalgorithms")
+    return policy, (tuple(algorithms.split(",")) if algorithms and algorithms != _default_algorithms() else None)
+
+
+# Settings with which OpenSSH trusts more than known_hosts (unknown keys, DNS, localhost): not followed.
+_LENIENT = (("StrictHostKeyChecking", ("false", "no", "off", "accept-new")),
+            ("VerifyHostKeyDNS", ("true", "yes", "ask")),
+            ("NoHostAuthenticationForLocalhost", ("true", "yes")))
+
+
+@functools.cache
+def _default_algorithms() -> str:
+    """OpenSSH's own HostKeyAlgorithms (no ssh_config read): a list equal to it is ordered by known_hosts,
+    as OpenSSH orders its default list; one set in ssh_config is used in its own order."""
+    return ask(("-F", "/dev/null"), "default.invalid").get("hostkeyalgorithms", [""])[0]
+
+
+def _is_address(name: str) -> bool:
+    try:
+        socket.inet_pton(socket.AF_INET6 if ":" in name else socket.AF_INET, name)
+    except OSError:
+        return False
+    return True
 
 
 def ask(options: tuple[str, ...] | list[str], name: str) -> dict[str, list[str]]:

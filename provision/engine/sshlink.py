@@ -3,9 +3,10 @@
 ``Links.open(target) -> Link`` reaches ``target`` as OpenSSH would (``sshconfig.py``): over its
 ProxyCommand (``paramiko.ProxyCommand``, run by ``/bin/sh -c exec ...`` as ssh runs it), else
 over a ``direct-tcpip`` channel of its last jump host's transport (chained for several hops),
-else over TCP. Every transport's host key is checked strictly against the target's own
-known_hosts files (``knownhosts.py``), the jump hosts' too, and it logs in with public keys
-(``sshauth.py``).
+else over TCP. Every transport offers only the host key algorithms its target's HostKeyAlgorithms
+allows (OpenSSH's default list ordered by what known_hosts holds, as OpenSSH orders it), its host
+key is checked strictly against the target's own known_hosts files and trust policy
+(``knownhosts.py``), the jump hosts' too, and it logs in with public keys (``sshauth.py``).
 
 Jump host transports are shared: a node's link leases a channel on one, a transport serves at
 most ``CHANNELS_PER_JUMP`` nodes, and the last lease to end closes it. Concurrent nodes behind a
@@ -21,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 import paramiko
+from paramiko.ssh_exception import IncompatiblePeer
 
 from provision.engine import knownhosts, sshauth
 from provision.engine.sshconfig import Target
@@ -51,10 +53,13 @@ class _Transport(paramiko.Transport):
 
     _active_check_timeout = 1.0
     host_key_first: tuple[str, ...] = ()
+    host_key_only: tuple[str, ...] | None = None  # HostKeyAlgorithms set in ssh_config, in its order
 
     @property
     def preferred_keys(self):
         keys = super().preferred_keys
+        if self.host_key_only is not None:
+            return tuple(k for k in self.host_key_only if k in keys)
         first = tuple(k for k in self.host_key_first if k in keys)
         return first + tuple(k for k in keys if k not in first)
 
@@ -224,11 +229,17 @@ class Links:
 
 def _handshake(target: Target, sock) -> paramiko.Transport:
     transport = _Transport(sock)
-    transport.host_key_first = knownhosts.preferred_types(target.key_name, target.known_hosts_files)
+    transport.host_key_only = target.host_key_algorithms
     try:
-        transport.start_client(timeout=CONNECT_TIMEOUT_S)
+        transport.host_key_first = knownhosts.preferred_types(target.key_name, target.known_hosts_files, target.trust)
+        try:
+            transport.start_client(timeout=CONNECT_TIMEOUT_S)
+        except IncompatiblePeer as exc:
+            allowed = ",".join(transport.preferred_keys) or "none the burn-in supports"
+            raise paramiko.SSHException(f"{exc} (host key algorithms allowed by HostKeyAlgorithms: "
+                                        f"{allowed})") from None
         knownhosts.check(transport.get_remote_server_key(), target.key_name, target.principal,
-                         target.known_hosts_files)
+                         target.known_hosts_files, target.trust, target.unported_name)
         sshauth.authenticate(transport, target)
     except (knownhosts.HostKeyRefused, sshauth.Refused) as exc:
         transport.close()

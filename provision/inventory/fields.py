@@ -10,7 +10,9 @@ id one the registry knows (a misspelt id would leave its check at the default ti
 
 A GPU node's host key is always checked. Refused: an ``ansible_host_key_checking`` (or the
 ssh or paramiko plugin's own variable) that is false; ssh args that disable strict checking,
-accept new keys unseen or send known hosts nowhere (``WEAK_SSH``); and any connection but
+accept new keys unseen or send known hosts nowhere (``WEAK_SSH``, as written in the inventory);
+the same settings as OpenSSH resolves them for the host (``ssh -G`` with Ansible's options: Host
+and Match blocks, Include, -F, the user's and the system's ssh_config); and any connection but
 OpenSSH (``CONNECTIONS``): ``local`` would run the roles, reboot handler included, on this
 machine, and paramiko's host key policy is its own, not OpenSSH's known_hosts with strict checking.
 """
@@ -20,12 +22,14 @@ import difflib
 import math
 import os
 import re
+import subprocess
 from pathlib import Path
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from provision import checks, profiles
-from provision.errors import ProfileError
+from provision import checks, external, profiles
+from provision.checks import references
+from provision.errors import MissingProgramError, ProfileError
 from provision.profiles import Profile
 from provision.inventory import sshargs
 from provision.inventory.model import NVLINK_DOMAIN_VAR, Host, Problem
@@ -43,6 +47,7 @@ SSH_ARGS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_ar
 # parser also takes false), and known hosts files that hold nothing.
 WEAK_SSH = re.compile(r"StrictHostKeyChecking\s*[= ]\s*[\"']?(no|off|false|accept-new)\b|"
                       r"UserKnownHostsFile\s*[= ]\s*[\"']?(/dev/null|none)\b", re.IGNORECASE)
+SSH = "ssh"
 CONNECTIONS = ("ssh", "ansible.builtin.ssh", "smart")  # smart is ssh (ansible-core 2.19)
 # what DNS names and Ansible's groups need; at most 200 characters, so that a file named after the host
 # (junit/<host>.xml and its temporary twin) stays within Linux's 255-byte NAME_MAX
@@ -171,7 +176,9 @@ def _check_profile(f: Fields, profile: str, host_vars: dict) -> Profile:
     validated, site facts against site.schema.json), built once per distinct overrides and site
     facts; an error names the file and line of the field it comes from."""
     try:
-        return profiles.for_host(profile, host_vars, f.name)
+        view = profiles.for_host(profile, host_vars, f.name)
+        references.validate(view)  # a row the site added must fit its check: named at its file and line here
+        return view
     except ProfileError as exc:
         text = str(exc).removeprefix(f"host {f.name}: ")
         if text.startswith("provision_reference_overrides"):
@@ -195,20 +202,80 @@ def _check_nvlink_domain(f: Fields, host_vars: dict) -> None:
 
 
 def _check_host_keys(f: Fields) -> None:
+    """Ansible's own switches, then what OpenSSH itself would do for this host: ``ssh -G`` with the
+    options Ansible passes (and, for sftp and scp, their extra ``-o``/``-F`` options), so that Host and
+    Match blocks, Include, the user's and the system's ssh_config all count, as they count for ssh."""
     for name in HOST_KEY_CHECKING:
         field, value = f.get((name,))
         if value is not None and not boolean(value, strict=False):
             raise f.problem(field, f"field '{field}' turns host key checking off; a GPU node's host key is "
                                    "always checked (remove it, and add the node's key to known_hosts)")
-    for name in SSH_ARGS:
+    for name in SSH_ARGS:  # written in the inventory: refused even where an earlier value overrides it today
         field, value = f.get((name,))
-        weak, where = _weak_ssh(value) if value is not None else (None, "")
+        found, _ = _weak_ssh(value, files=False) if value is not None else (None, "")
+        if found:
+            raise f.problem(field, f"field '{field}' turns host key checking off "
+                                   f"({found.group(0)}); a GPU node's host key is always checked")
+    address = str(f.get(ADDRESS, f.name)[1])
+    options = _ssh_options(f)
+    runs = [(None, options)] + [(n, options + _config_words(f.get((n,))[1])) for n in SSH_ARGS[3:] if n in f.vars]
+    for only, argv in runs:
+        weak = _weak_ssh_g(f, argv, address, only)
         if weak:
+            _refuse_weak(f, weak, only, address)
+
+
+def _config_words(value) -> tuple[str, ...]:
+    """The ``-o``/``-F`` options among sftp's or scp's extra arguments (the rest are theirs, not ssh's)."""
+    words, out = sshargs.split(value), []
+    for i, w in enumerate(words):
+        if w in ("-o", "-F") and i + 1 < len(words):
+            out += [w, words[i + 1]]
+        elif w.startswith(("-o", "-F")) and len(w) > 2:
+            out.append(w)
+    return tuple(out)
+
+
+def _weak_ssh_g(f: Fields, options, address: str, field: str | None) -> str:
+    """What in ``ssh -G``'s answer lets an unknown or changed host key through ('' when nothing)."""
+    argv = [SSH, "-G", *options, "--", address]
+    try:
+        done = external.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30, check=False)
+    except (MissingProgramError, subprocess.TimeoutExpired) as exc:
+        raise f.problem(field or SSH_ARGS[0],
+                        f"cannot ask OpenSSH (ssh -G) whether host keys are checked: {exc}") from None
+    if done.returncode != 0:
+        return ""  # ssh refuses these options for every connection, and says why when the host is resolved
+    got: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        got.setdefault(key.lower(), []).append(value)
+    strict = got.get("stricthostkeychecking", ["true"])[0]
+    if strict in ("false", "no", "off", "accept-new"):
+        return f"StrictHostKeyChecking {strict}"
+    if got.get("nohostauthenticationforlocalhost", ["no"])[0] == "yes":
+        return "NoHostAuthenticationForLocalhost yes"
+    files = [p for line in got.get("userknownhostsfile", []) for p in line.split()]
+    if files and all(p in ("none", "/dev/null") for p in files):
+        return f"UserKnownHostsFile {' '.join(files)}"
+    return ""
+
+
+def _refuse_weak(f: Fields, weak: str, only: str | None, address: str) -> None:
+    """Name the field (and the -F file and line) that sets ``weak``, else say that an ssh_config does."""
+    for name in ([only] if only else SSH_ARGS):
+        field, value = f.get((name,))
+        found, where = _weak_ssh(value) if value is not None else (None, "")
+        if found:
             raise f.problem(field, f"field '{field}' turns host key checking off{where} "
-                                   f"({weak.group(0)}); a GPU node's host key is always checked")
+                                   f"({found.group(0)}); a GPU node's host key is always checked")
+    raise f.problem(only or next((n for n in SSH_ARGS if n in f.vars), "ansible_host"),
+                    f"OpenSSH (ssh -G {address}, with this host's ssh options) says {weak}: an ssh_config "
+                    "(a -F file, ~/.ssh/config, /etc/ssh/ssh_config, an Include or a Match block) turns host key "
+                    "checking off for it; a GPU node's host key is always checked")
 
 
-def _weak_ssh(value) -> tuple[re.Match | None, str]:
+def _weak_ssh(value, files: bool = True) -> tuple[re.Match | None, str]:
     """A setting of ``WEAK_SSH`` in ssh arguments, read as the shell words ssh gets (quotes removed:
     a quoted ``'StrictHostKeyChecking'=VALUE`` is the plain option to ssh), or in an ssh_config file
     they name with ``-F`` (any line but comments: the file is given for these hosts). The match and
@@ -220,10 +287,10 @@ def _weak_ssh(value) -> tuple[re.Match | None, str]:
         words = []
     unquoted = " ".join(w.replace("'", "").replace('"', "") for w in words)  # ssh's own -o parser unquotes too
     weak = WEAK_SSH.search(text) or WEAK_SSH.search(" ".join(words)) or WEAK_SSH.search(unquoted)
-    if weak:
+    if weak or not files:
         return weak, ""
-    files = [w[2:] or (words[i + 1] if i + 1 < len(words) else "") for i, w in enumerate(words) if w.startswith("-F")]
-    for name in filter(None, files):
+    named = [w[2:] or (words[i + 1] if i + 1 < len(words) else "") for i, w in enumerate(words) if w.startswith("-F")]
+    for name in filter(None, named):
         try:
             lines = Path(name).expanduser().read_text(errors="replace").splitlines()
         except OSError:

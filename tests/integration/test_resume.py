@@ -55,7 +55,7 @@ def killed_when(args, run_id, ready, timeout=600):
 def same(result):
     """What an uninterrupted run and a resumed one must agree on: the result and its findings, not timings."""
     return (result["check"], tuple(result["hosts"]), result["outcome"],
-            sorted((f["host"], f["device"], f["metric"], f["ok"]) for f in result["findings"]))
+            sorted((f.get("host") or "", f["device"], f["metric"], f["ok"]) for f in result["findings"]))
 
 
 def test_a_burnin_killed_in_its_node_phase_then_in_its_cluster_phase_resumes_to_the_same_report(eight_h100):
@@ -83,6 +83,6 @@ def test_a_burnin_killed_in_its_node_phase_then_in_its_cluster_phase_resumes_to_
     assert attempts == {1, 2, 3}, attempts
     rows = journal(run_id)  # every result journaled once: nothing an attempt gave was run again
     assert len(rows) == len(report["results"])
-    assert len({(r["check"], tuple(r["hosts"]), json.dumps(r["raw"])) for r in rows}) == len(rows)
+    assert len({(r["check"], tuple(r["hosts"]), json.dumps(r["raw"]), r["message"]) for r in rows}) == len(rows)
     changed = provision("burnin", "--resume", run_id, "--checks", "xid")
     assert changed.returncode == 2 and "--checks: a resumed run keeps its own inventory and options" in changed.stderr

@@ -83,7 +83,8 @@ def test_host_certificate(tmp_path, keys):
     knownhosts.check(good, "127.0.1.1", "127.0.1.1", files)
     with pytest.raises(HostKeyRefused, match=r"does not name 127.0.1.9 \(principals: node01, 127.0.1.1\)"):
         knownhosts.check(good, "127.0.1.9", "127.0.1.9", files)
-    refusals = {"is not valid now": ("-h", "-n", "127.0.1.1", "-V", "20200101:20200102"),
+    refusals = {"expired on 2020-01-02 00:00:00 UTC": ("-h", "-n", "127.0.1.1", "-V", "20200101:20200102"),
+                "not valid before 2999-01-01": ("-h", "-n", "127.0.1.1", "-V", "29990101:29990102"),
                 "a user certificate": ("-n", "127.0.1.1"),
                 "critical options": ("-h", "-n", "127.0.1.1", "-O", "force-command=/bin/true")}
     for why, args in refusals.items():
@@ -108,6 +109,49 @@ def test_certificate_without_a_ca_line_falls_back_to_the_plain_key(tmp_path, key
     """OpenSSH retries a certificate no CA vouches for as its plain key."""
     cert = _sign(keys["ca"], keys["host"], "-h", "-n", "127.0.1.1")
     knownhosts.check(cert, "127.0.1.1", "127.0.1.1", _known(tmp_path, "127.0.1.1 " + " ".join(_pub(keys["host"]))))
+
+
+def test_a_failing_certificate_falls_back_to_a_pinned_plain_key(tmp_path, keys):
+    """OpenSSH drops a certificate that fails a check (expired, another CA, a refused CA signature
+    algorithm) and accepts its plain key when known_hosts pins it; a CA @revoked has no fallback."""
+    ca, plain = " ".join(_pub(keys["ca"])), " ".join(_pub(keys["host"]))
+    files = _known(tmp_path, f"@cert-authority 127.0.1.* {ca}", f"127.0.1.1 {plain}")
+    expired = _sign(keys["ca"], keys["host"], "-h", "-n", "127.0.1.1", "-V", "20200101:20200102")
+    knownhosts.check(expired, "127.0.1.1", "127.0.1.1", files)
+    policy = knownhosts.Policy(ca_signature_algorithms=("rsa-sha2-512",))
+    good = _sign(keys["ca"], keys["host"], "-h", "-n", "127.0.1.2")
+    with pytest.raises(HostKeyRefused, match="CA signature algorithm ssh-ed25519 not allowed by CASignatureAlgorithms"):
+        knownhosts.check(good, "127.0.1.2", "127.0.1.2", files, policy)
+    knownhosts.check(good, "127.0.1.1", "127.0.1.1", files, policy)  # pinned: the plain key is accepted
+    revoked = _known(tmp_path, f"@cert-authority 127.0.1.* {ca}", f"127.0.1.1 {plain}", f"@revoked * {ca}")
+    with pytest.raises(HostKeyRefused, match="its CA is revoked"):
+        knownhosts.check(expired, "127.0.1.1", "127.0.1.1", revoked)
+
+
+def test_revoked_host_keys_file_list_krl_and_unreadable(tmp_path, keys):
+    """RevokedHostKeys: a list (the key, or the CA of its certificate, naming FILE:LINE), a KRL (asked of
+    ssh-keygen -Q), and a missing file, which refuses every host (OpenSSH fails closed)."""
+    files = _known(tmp_path, "127.0.1.1 " + " ".join(_pub(keys["host"])))
+    listed = tmp_path / "revoked"
+    listed.write_text("# revoked\n" + " ".join(_pub(keys["host"])) + "\n")
+    host = paramiko.PKey.from_path(keys["host"])
+    with pytest.raises(HostKeyRefused, match=f"revoked by {listed}:2"):
+        knownhosts.check(host, "127.0.1.1", "127.0.1.1", files, knownhosts.Policy(revoked_host_keys=str(listed)))
+    krl = tmp_path / "krl"
+    subprocess.run(["ssh-keygen", "-q", "-k", "-f", str(krl), f"{keys['host']}.pub"], check=True)
+    with pytest.raises(HostKeyRefused, match="revoked by the KRL"):
+        knownhosts.check(host, "127.0.1.1", "127.0.1.1", files, knownhosts.Policy(revoked_host_keys=str(krl)))
+    other = paramiko.PKey.from_path(keys["changed"])
+    with pytest.raises(HostKeyRefused, match="does not match"):  # the KRL passes it; known_hosts refuses it
+        knownhosts.check(other, "127.0.1.1", "127.0.1.1", files, knownhosts.Policy(revoked_host_keys=str(krl)))
+    with pytest.raises(HostKeyRefused, match="cannot be read .*refuses every host"):
+        knownhosts.check(host, "127.0.1.1", "127.0.1.1", files,
+                         knownhosts.Policy(revoked_host_keys=str(tmp_path / "no")))
+    ca_listed = tmp_path / "ca-revoked"
+    ca_listed.write_text(" ".join(_pub(keys["ca"])) + "\n")
+    cert = _sign(keys["ca"], keys["host"], "-h", "-n", "127.0.1.1")
+    with pytest.raises(HostKeyRefused, match="CA that signed the host certificate is revoked"):
+        knownhosts.check(cert, "127.0.1.1", "127.0.1.1", files, knownhosts.Policy(revoked_host_keys=str(ca_listed)))
 
 
 def test_matching_lines_are_those_each_line_s_patterns_match(tmp_path):
@@ -148,3 +192,18 @@ def test_plain_names_are_looked_up_not_scanned(tmp_path, monkeypatch):
     built = knownhosts._index[str(path)]
     assert knownhosts.matching("node0007", (str(path),))[0].patterns == "node0007"
     assert knownhosts._index[str(path)] is built  # the index is built once per file, not once per node
+
+
+def test_known_hosts_command_lines_follow_the_files(tmp_path, keys):
+    """KnownHostsCommand: no shell, tokens per word (%H name, %t type, %K key), read as known_hosts lines;
+    its ORDER run (no key) orders the algorithms; a command that fails refuses, saying so."""
+    files = _known(tmp_path, "# nothing")
+    host = paramiko.PKey.from_path(keys["changed"])  # never signed: no certificate beside it
+    echo = knownhosts.Policy(known_hosts_command=("/bin/echo", "%H", "%t", "%K"))
+    knownhosts.check(host, "127.0.1.1", "127.0.1.1", files, echo)
+    assert knownhosts.preferred_types("127.0.1.1", files, echo) == ()  # ORDER: "127.0.1.1 NONE NONE"
+    failing = knownhosts.Policy(known_hosts_command=("/bin/false",))
+    with pytest.raises(HostKeyRefused, match="KnownHostsCommand /bin/false exited 1"):
+        knownhosts.check(host, "127.0.1.1", "127.0.1.1", files, failing)
+    with pytest.raises(HostKeyRefused, match="must be an absolute path"):
+        knownhosts.preferred_types("127.0.1.1", files, knownhosts.Policy(known_hosts_command=("echo", "x")))

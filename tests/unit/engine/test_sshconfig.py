@@ -169,3 +169,32 @@ def test_a_proxyjump_loop_is_one_line_naming_the_hops(tmp_path):
     with pytest.raises(CommandError, match=r"^host n1: ProxyJump loop or a chain of more than 16 hops: "
                                            r"hop-a -> hop-b -> hop-a"):
         sshconfig.resolve(host)
+
+
+def _node(tmp_path, config: str, file: str = "cfg"):
+    """A node whose ssh options name ``config`` (a file of its own: resolutions are cached per options)."""
+    from types import SimpleNamespace
+
+    (tmp_path / file).write_text(config)
+    return SimpleNamespace(name="n1", address="127.0.1.9", ssh_options=("-F", str(tmp_path / file)),
+                           known_hosts_file=None)
+
+
+def test_host_trust_options_are_read_from_ssh_G(tmp_path):
+    """RevokedHostKeys (tokens expanded), CASignatureAlgorithms, HostKeyAlgorithms (None while OpenSSH's
+    default), RequiredRSASize, and the settings that would trust more, named to be refused as such."""
+    target = sshconfig.resolve(_node(tmp_path, "Host *\n  RevokedHostKeys /krl/%h\n  CASignatureAlgorithms ssh-ed25519"
+                                               "\n  StrictHostKeyChecking accept-new\n  RequiredRSASize 2048\n"))
+    assert target.trust.revoked_host_keys == "/krl/127.0.1.9"
+    assert target.trust.ca_signature_algorithms == ("ssh-ed25519",) and target.trust.required_rsa_size == 2048
+    assert target.trust.lenient == ("StrictHostKeyChecking accept-new",) and target.host_key_algorithms is None
+    explicit = sshconfig.resolve(_node(tmp_path, "Host *\n  HostKeyAlgorithms -ssh-ed25519*\n  Port 2222\n", "cfg2"))
+    assert explicit.host_key_algorithms and "ssh-ed25519" not in explicit.host_key_algorithms
+    assert explicit.unported_name == "127.0.1.9" and explicit.key_name == "[127.0.1.9]:2222"
+
+
+@pytest.mark.parametrize("line, option", [("CanonicalizeHostname yes", "CanonicalizeHostname"),
+                                          ("CheckHostIP yes\n  HostName node9.invalid", "CheckHostIP")])
+def test_trust_options_not_followed_are_refused_naming_them(tmp_path, line, option):
+    with pytest.raises(CommandError, match=rf"^host n1: {option} .* is not supported by the burn-in's SSH connection"):
+        sshconfig.resolve(_node(tmp_path, f"Host *\n  {line}\n"))

@@ -125,3 +125,24 @@ def test_a_run_builds_each_hosts_profile_once(tmp_path, monkeypatch):
     assert [t.profile.reference("ib_write_bw", "bw_avg_Gbps").value for t in chosen] == [300 + i for i in range(12)]
     assert all(t.profile is found.views[t.name] for t in chosen)  # quick tunes no parameter: the view itself
     assert targets.build(found.gpu_hosts, None, found.views)[0].profile is found.views["n00"]
+
+
+@pytest.mark.parametrize("row, said", [
+    ("{ib_write_bw: {bw_avg_Gbps: {params: {bogus: 1}}}}", "params.bogus"),
+    ("{nccl_allreduc: {busbw_GBps: {value: 1, lower: -0.1, upper: null, unit: GB/s, source: ours}}}",
+     "references.nccl_allreduc: no such check (did you mean nccl_allreduce?)"),
+])
+def test_a_bad_reference_override_stops_every_shard_naming_its_file_and_host(tmp_path, row, said):
+    """A row a site changed or added that does not fit its check is the inventory's error, named at its file and
+    line with the host, whichever shard runs (it was once checked only for the shard's own hosts)."""
+    from provision.errors import ProvisionError
+
+    path = inventory(tmp_path, {f"gpu{i:02d}": (f"provision_reference_overrides: {row}" if i == 2 else "")
+                                for i in range(1, 5)})
+    quiet = lambda *args, **kwargs: None  # noqa: E731
+    for shard in ("1/2", "2/2"):
+        with pytest.raises(ProvisionError) as caught:
+            found = select.gpu_inventory([str(path)], None, inv.Vault(), quiet)
+            select.selected(found, JobOptions(("burnin",), shard=shard), None, quiet)
+        text = str(caught.value)
+        assert "hosts.yml" in text and "gpu02" in text and "provision_reference_overrides" in text and said in text

@@ -84,10 +84,26 @@ def test_ssh_args_are_judged_as_the_words_ssh_gets(read_inventory, args):
 
 
 def test_an_ssh_config_named_by_F_that_turns_checking_off_is_refused(read_inventory, tmp_path):
+    """Judged by OpenSSH itself (ssh -G for the host): a block that applies to it, not any line of the file."""
     weak = tmp_path / "weak.cfg"
     weak.write_text("# StrictHostKeyChecking no (a comment)\nHost *\n  StrictHostKeyChecking no\n")
-    found = read_inventory(gpu_node(f"      ansible_ssh_common_args: -F {weak}\n"))
+    plain_args = "      ansible_ssh_args: -o ControlMaster=no\n"  # the project's passes StrictHostKeyChecking=yes
+    common = "      ansible_ssh_common_args: -F "
+    found = read_inventory(gpu_node(f"{plain_args}{common}{weak}\n"))
     assert [p.field for p in found.problems] == ["ansible_ssh_common_args"]
     assert f"in {weak} line 3 (StrictHostKeyChecking no)" in str(found.problems[0])
     (tmp_path / "strict.cfg").write_text("Host *\n  StrictHostKeyChecking yes\n")
-    assert not read_inventory(gpu_node(f"      ansible_ssh_common_args: -F {tmp_path / 'strict.cfg'}\n")).problems
+    assert not read_inventory(gpu_node(f"{plain_args}{common}{tmp_path / 'strict.cfg'}\n")).problems
+    (tmp_path / "other.cfg").write_text("Host bastion01\n  StrictHostKeyChecking no\n")  # another host's block
+    assert not read_inventory(gpu_node(f"{plain_args}{common}{tmp_path / 'other.cfg'}\n")).problems
+    # the project's ansible.cfg passes StrictHostKeyChecking=yes first, and OpenSSH keeps the first value
+    assert not read_inventory(gpu_node(f"      ansible_ssh_common_args: -F {weak}\n")).problems
+
+
+def test_an_included_or_matched_setting_is_found_by_ssh_G(read_inventory, tmp_path):
+    """What a text scan of the -F file could not see: an Include, a Match block, a known hosts file of none."""
+    (tmp_path / "inc.cfg").write_text("Match host 127.0.9.*\n  UserKnownHostsFile none\n")
+    (tmp_path / "main.cfg").write_text(f"Include {tmp_path / 'inc.cfg'}\n")
+    found = read_inventory(gpu_node(f"      ansible_ssh_common_args: -F {tmp_path / 'main.cfg'}\n"))
+    assert [p.field for p in found.problems] == ["ansible_ssh_common_args"]
+    assert "ssh -G 127.0.9.1" in str(found.problems[0]) and "UserKnownHostsFile none" in str(found.problems[0])
