@@ -55,6 +55,7 @@ class RunContext:
     console: progress_view.Progress
     control: Control
     unwritten: list[str] = field(default_factory=list)  # the result files that could not be written, one line each
+    kept: list = field(default_factory=list)  # a resumed run's results of earlier attempts (``resume.kept``)
 
     @property
     def history_kept(self) -> bool:
@@ -86,9 +87,8 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
             installed = _install(ctx)
             if "burnin" in options.phases and installed and not ctx.control.stop.is_set():
                 schedule = select.schedule(options.check_set, options.schedule)
-                attempt, done = (len(ctx.run.attempts or ()) or 1), (resume.kept(resumed) if resumed else [])
                 request = BurninRequest(tuple(chosen.checks or ()) or None, chosen.scope, schedule, options.forks,
-                                        attempt, tuple(done))
+                                        len(ctx.run.attempts or ()) or 1, tuple(ctx.kept))
                 burnin.burnin(installed, ctx.rundir, ctx.run, request, ctx.control, options.local, ctx.held)
         finally:
             ctx.held.release()
@@ -144,18 +144,18 @@ def _begin(options: JobOptions, chosen: Chosen, progress, resumed: RunDir | None
         record.attempts = [*(record.attempts or [record.started]), now()]
     held = burnin.take_hosts(hosts, options.phases, rundir, options.local, options.wait, progress,
                              keep=resumed is not None)
+    kept = resume.kept(rundir) if resumed is not None else []
     if resumed is None:
         _keep_job(rundir, options, chosen, progress)
         progress(f"run {rundir.name}: {len(hosts)} GPU nodes from {chosen.label}, phases "
                  f"{', '.join(options.phases)}")
     else:
-        kept = len(resume.kept(rundir))
-        progress(f"run {rundir.name}: attempt {len(record.attempts or ())}, resumed: {kept} results of earlier "
+        progress(f"run {rundir.name}: attempt {len(record.attempts or ())}, resumed: {len(kept)} results of earlier "
                  f"attempts kept, not run again; {len(hosts)} GPU nodes from {chosen.label}, phases "
                  f"{', '.join(options.phases)}")
     console = progress_view.Progress(progress, verbose=options.verbose, live=options.live)
     return RunContext(options, chosen, progress, slurm_nodes, rundir, record, held, console,
-                      Control(console.line, events=console.event))
+                      Control(console.line, events=console.event), kept=kept)
 
 
 def _keep_job(rundir: RunDir, options: JobOptions, chosen: Chosen, progress) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 from provision import inventory as inv
@@ -133,7 +132,3 @@ def kept(rundir: RunDir) -> list[CheckResult]:
     they run again)."""
     return [r for r in rundir.journaled_results()
             if not (r.run_error and r.message.startswith("interrupted ("))]
-
-
-def job_file(rundir: RunDir) -> Path:
-    return rundir.path / JOB_FILE

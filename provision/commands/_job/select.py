@@ -66,7 +66,6 @@ def gpu_inventory(inventory_args, limit, vault: inv.Vault, progress) -> inv.Inve
     if not inventory.gpu_hosts:
         raise ProvisionError(f"{inventory.label}: no GPU node to run on: no host{' in --limit' if limit else ''} "
                              "has provision_profile (see `provision inventory`)")
-    targets.validate(inventory.gpu_hosts, inventory.views)  # every host's, a shard's or not: before any node
     for warning in inventory.warnings:
         progress(f"provision: warning: {warning}")
     if others:

@@ -77,7 +77,7 @@ def test_homelab_vault(how):
     else:
         args += [how, str(PASSWORD) if how == "--vault-password-file" else f"default@{PASSWORD}"]
     hosts = listing(*args, env=env)
-    assert hosts["gpubox"] == {"name": "gpubox", "address": "192.168.1.40", "port": 2222, "user": "homelab",
+    assert hosts["gpubox"] == {"name": "gpubox", "address": "127.0.9.40", "port": 2222, "user": "homelab",
                                "profile": "rtx4090-pcie", "groups": ["k3s_agent", "k3s_cluster"]}
     assert [n for n, h in hosts.items() if h["profile"] is None] == ["pve01", "nas01", "k3s-01", "k3s-02"]
 

@@ -12,7 +12,7 @@ from .conftest import PROFILE, one_error, provision
 
 
 def host(name: str, extra: str = "") -> str:
-    return f"all:\n  hosts:\n    {name}:\n      ansible_host: 10.0.0.1\n      provision_profile: {PROFILE}\n{extra}"
+    return f"all:\n  hosts:\n    {name}:\n      ansible_host: 127.0.9.1\n      provision_profile: {PROFILE}\n{extra}"
 
 
 @pytest.mark.parametrize("name", ["'../../x'", "'a/b'", "'-x'", "'.hidden'", "'gpu 01'"])
