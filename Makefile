@@ -15,7 +15,7 @@ UNIT_WORKERS ?= auto
 VENV := .venv
 PROVISION := $(VENV)/bin/provision
 # Every controller: Ansible's SSH connection.
-APT_PACKAGES := openssh-client coreutils
+APT_PACKAGES := openssh-client coreutils ipmitool
 # The simulated rack only: its base root (debootstrap, mount, chroot), its nodes (unshare), its signed
 # package repositories (apt-ftparchive, gpg; for Rocky 9 nodes rpm's rpmbuild and rpmsign, createrepo_c).
 # Installed by sim-base, so a real site's controller lacks them. Each program's package:
