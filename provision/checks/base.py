@@ -96,8 +96,16 @@ class Step:
     # failure raises ParseError, so an unexplained exit is never a pass. Its output is its standard output followed
     # by its standard error (perftest prints its failures there), saved so as one raw file.
     exit_judged: bool = False
+    # Where ``argv`` runs: "ssh", on the host (over its transport); "bmc", asked of the host's BMC from the controller,
+    # out of band (``provision.bmc.transport``: ``["bmc", WHAT]``, WHAT one of status, sel, sensors, firmware; its
+    # output the BMC's answer as JSON). A BMC step of a host whose inventory names no BMC is never built.
+    via: str = "ssh"
 
     def __post_init__(self) -> None:
+        if self.via not in ("ssh", "bmc"):
+            raise ValueError(f"step {self.key!r}: via {self.via!r} is neither 'ssh' nor 'bmc'")
+        if self.via == "bmc" and (self.server or self.argv[:1] != ["bmc"]):
+            raise ValueError(f"step {self.key!r}: a BMC step is one query, ['bmc', WHAT], with no server")
         if self.server and self.ready is None:  # a client started after a fixed sleep races its server
             raise ValueError(f"step {self.key!r}: a server step needs `ready` (its listening line or port)")
 
@@ -211,7 +219,9 @@ class Placement:
     tool and judges the outputs that node check gave on each of its hosts in this run (firmware_fleet compares
     firmware's versions across a profile's hosts): its steps are that check's steps once per host, keyed
     ``<host>/<step key>`` (``gathered_steps``); a host whose outputs are missing is left out of ``ctx.parsed``, and its
-    judge names it; it runs with the node checks (``--scope node`` too), since its source does."""
+    judge names it; it runs with the node checks (``--scope node`` too), since its source does. ``out_of_band``: a node
+    check every step of which is asked of the node's BMC (``Step.via`` "bmc"): it needs no SSH connection, so it runs
+    and is judged on a node that does not answer over SSH; on a host with no BMC in the inventory it is skipped."""
 
     scope: Scope = Scope.NODE
     needs: tuple[str, ...] = ()
@@ -219,6 +229,7 @@ class Placement:
     per_nvlink_domain: bool = False
     uses: tuple[str, ...] = ()
     gathers: str = ""
+    out_of_band: bool = False
 
     def problems(self) -> list[str]:
         """What is wrong with this placement, one phrase each ([] when nothing)."""
@@ -234,6 +245,8 @@ class Placement:
             out.append(f"gathers needs scope group, not {self.scope.value}")
         if self.uses and self.scope is not Scope.NODE:  # the outputs it uses are its own node's
             out.append(f"uses needs scope node, not {self.scope.value}")
+        if self.out_of_band and (self.scope is not Scope.NODE or self.uses or self.gathers):  # one node's own BMC
+            out.append("out_of_band needs scope node, with no uses or gathers")
         return out
 
 

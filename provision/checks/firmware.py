@@ -30,9 +30,12 @@ def steps(profile, host) -> list[Step]:
     out = [Step("gpus", ["nvidia-smi", "-q", "-x"], parser="nvidia-smi-qx")] if profile.has("gpu") else []
     if profile.has("hca"):
         out.append(Step("hcas", ["ibv_devinfo"], parser="ibv_devinfo"))
-    return out + [Step("bios", ["dmidecode", "-t", "bios", "-t", "system"], parser="dmidecode"),
-                  Step("bmc", ["ipmitool", "mc", "info"], parser="ipmitool-mc-info"),
-                  Step("kernel", ["uname", "-r"], parser="uname-r")]
+    out += [Step("bios", ["dmidecode", "-t", "bios", "-t", "system"], parser="dmidecode"),
+            Step("bmc", ["ipmitool", "mc", "info"], parser="ipmitool-mc-info"),
+            Step("kernel", ["uname", "-r"], parser="uname-r")]
+    if getattr(host, "has_bmc", False):  # out of band: the BMC's firmware inventory (BMC, BIOS, CPLD, HGX's GPUs)
+        out.append(Step("bmc_firmware", ["bmc", "firmware"], parser="redfish-firmware", via="bmc"))
+    return out
 
 
 def judge(ctx: Context) -> list[Finding]:

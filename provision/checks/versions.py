@@ -39,7 +39,19 @@ FIELDS = {
     "bmc": ("node", "BMC firmware revision"),
     "kernel": ("node", "kernel release"),
     "driver": ("node", "NVIDIA driver version"),
+    # From the BMC, out of band (Redfish UpdateService/FirmwareInventory, DMTF DSP0268 SoftwareInventory), each
+    # member classed by its Id and Name (``firmware_class``): on an HGX board the GPU and NVSwitch entries are what
+    # the baseboard's HMC reports (NVIDIA DGX H100/B200 BMC Redfish: HGX_FW_GPU_SXM_N, HGX_FW_NVSwitch_N)
+    "bmc_fw": ("node", "BMC firmware (the BMC's firmware inventory)"),
+    "bios_fw": ("node", "BIOS firmware (the BMC's firmware inventory)"),
+    "cpld": ("CPLD", "CPLD firmware (the BMC's firmware inventory)"),
+    "gpu_fw": ("GPU", "GPU firmware (the HGX HMC's, through the BMC)"),
+    "nvswitch_fw": ("NVSwitch", "NVSwitch firmware (the HGX HMC's, through the BMC)"),
 }
+# firmware_class: the first of these words in a firmware inventory member's Id or Name (lower case) gives its field;
+# a member that names none is another component's, recorded, not compared (a NIC's, a PSU's, a retimer's)
+CLASSES = (("nvswitch", "nvswitch_fw"), ("gpu", "gpu_fw"), ("cpld", "cpld"), ("bios", "bios_fw"),
+           ("uefi", "bios_fw"), ("bmc", "bmc_fw"))
 MANIFEST_VAR = "provision_firmware"
 
 
@@ -54,10 +66,10 @@ class Unit:
 
 def units(parsed: dict[str, dict], hcas: tuple[str, ...] | list[str] | None = None) -> list[Unit]:
     """The versions of one node's firmware outputs (step key -> parse result: ``gpus``, ``hcas``, ``bios``, ``bmc``,
-    ``kernel``), every field of ``FIELDS`` for each of its units; a value the tool printed as N/A is None. ``hcas``:
-    the RDMA devices judged (the profile's: a storage NIC or a BlueField DPU beside them is another card, with its
-    own firmware line and PSID); None for every one ibv_devinfo lists. Raises ParseError when an output lacks what
-    the check reads."""
+    ``kernel``, ``bmc_firmware``: the BMC's firmware inventory), every field of ``FIELDS`` for each of its units; a
+    value the tool printed as N/A is None. ``hcas``: the RDMA devices judged (the profile's: a storage NIC or a
+    BlueField DPU beside them is another card, with its own firmware line and PSID); None for every one ibv_devinfo
+    lists. Raises ParseError when an output lacks what the check reads."""
     out: list[Unit] = []
     smi = parsed.get("gpus")
     if smi is not None:
@@ -81,7 +93,25 @@ def units(parsed: dict[str, dict], hcas: tuple[str, ...] | list[str] | None = No
         out.append(Unit("bmc", "node", _text(parsed["bmc"].get("firmware_revision"))))
     if "kernel" in parsed:
         out.append(Unit("kernel", "node", _text(parsed["kernel"].get("kernel"))))
+    return out + _inventoried(parsed.get("bmc_firmware") or {})
+
+
+def _inventoried(parsed: dict) -> list[Unit]:
+    """The units of the BMC's firmware inventory (parser ``redfish-firmware``), each member classed by its Id and
+    Name (``firmware_class``); a member of no class is left out."""
+    out = []
+    for member in parsed.get("firmware") or []:
+        field = firmware_class(f"{member.get('id') or ''} {member.get('name') or ''}")
+        if field is not None:
+            device = str(member.get("id") or member.get("name"))
+            out.append(Unit(field, "node" if FIELDS[field][0] == "node" else device, _text(member.get("version"))))
     return out
+
+
+def firmware_class(text: str) -> str | None:
+    """The ``FIELDS`` field of a BMC firmware inventory member from its Id and Name (``CLASSES``), or None."""
+    low = text.lower()
+    return next((field for word, field in CLASSES if word in low), None)
 
 
 def _text(value: object) -> str | None:

@@ -55,15 +55,15 @@ def merge(run_args: list[str], run_id: str | None = None, progress=print) -> Exi
 
 
 def _shard_run(rundir: RunDir) -> Run:
-    """A shard's run: its report.json must be this version's (schema_version 2) and valid against the
+    """A shard's run: its report.json must be this version's (schema_version 2 or 3) and valid against the
     published schema (report.schema.json), and name at least one host. Raises ProvisionError."""
     try:
         data = json.loads(rundir.report.read_text())
     except (OSError, ValueError) as exc:
         raise ProvisionError(f"{rundir.report}: not a readable run report ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or isinstance(
+    if not isinstance(data, dict) or data.get("schema_version") not in (2, SCHEMA_VERSION) or isinstance(
             data.get("schema_version"), bool):
-        raise ProvisionError(f"{rundir.report}: schema_version must be {SCHEMA_VERSION}: merge joins runs of this "
+        raise ProvisionError(f"{rundir.report}: schema_version must be 2 or {SCHEMA_VERSION}: merge joins runs of this "
                              "version (`provision evaluate` rewrites an older one)")
     try:
         schema.validate(data, str(rundir.report))

@@ -27,9 +27,10 @@ from typing import Callable, Sequence
 from provision import profiles
 from provision.checks import Check, registry
 from provision.checks.base import Step, gathered_steps, parse_outputs
-from provision.engine import cluster, placement, readiness
+from provision.engine import cluster, lost, placement, readiness, recovery
 from provision.engine.control import Control
 from provision.engine.jobs import Job, plan, target
+from provision.engine.outofband import OutOfBand
 from provision.engine.scheduler import Scheduler
 from provision.engine.transport import CommandResult, Connection, Transport
 from provision.engine.verdict import verdict
@@ -62,6 +63,12 @@ class HostState:
     problem: str = ""
     conn: Connection | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Out of band: its BMC's connection once opened (``bmc_opened``: tried; None: no BMC in the inventory, or it
+    # could not be reached), and whether the node stopped answering over SSH (``hung``: ``burnin --recover`` may
+    # power-cycle it) with its BMC's view when it did
+    bmc: Connection | None = None
+    bmc_opened: bool = False
+    hung: bool = False
 
     @property
     def host(self) -> Host:
@@ -101,8 +108,11 @@ class Burnin:
     hosts, so every node-scope job at once)."""
 
     def __init__(self, targets: Sequence[Target], sink: Sink, transport: Transport, forks: int | None = None,
-                 resumed: tuple[int, Sequence[CheckResult]] = (1, ())):
+                 resumed: tuple[int, Sequence[CheckResult]] = (1, ()), oob: OutOfBand | None = None):
         self.rundir, self.transport, self.control = sink.rundir, transport, sink.control
+        self.oob = oob  # the nodes' BMCs (``provision.engine.outofband``); None: none is reached (``--local``)
+        self.recover_most = 0  # burnin --recover: how many hung nodes may be power-cycled (engine.recovery)
+        self.power_actions: list[dict] = []  # what recovery did through the BMCs (report.json's power_actions)
         # A resumed run's attempt and the results its earlier attempts journaled, by (check, hosts) in journal order
         self.attempt = resumed[0]
         self.replayed_ids: set[int] = set()
@@ -143,6 +153,7 @@ class Burnin:
         try:
             results = Scheduler(self.execute, lambda job: job.hosts, self.workers).run(
                 jobs, stop=self.control.stop, not_run=self._not_run, on_result=record)
+            results = recovery.recover(self, jobs, results, self.recover_most, record)  # --recover: hung nodes
             if procedure and not self.control.stop.is_set():
                 more, self.cluster = cluster.Procedure(self, schedule_name, results, checks).run()
                 results += more
@@ -151,8 +162,9 @@ class Burnin:
             threading.stack_size(previous_stack)
             done.set()
             for state in self.states.values():
-                if state.conn is not None:
-                    state.conn.close()
+                for conn in (state.conn, state.bmc):
+                    if conn is not None:
+                        conn.close()
 
     # What a procedure may ask of this burn-in (provision.engine.procedure.Engine), and nothing more.
     def hosts(self) -> list[str]:
@@ -246,7 +258,10 @@ class Burnin:
         try:
             texts, failures = self._run_steps(job, states, steps, timeout_s, raw)
         except CommandError as exc:
-            return self._error(job, str(exc), raw)
+            for state in states:  # a broken connection: the node, or only the connection? (provision.engine.lost)
+                if state.conn is not None and any(s.via == "ssh" for s in steps):
+                    lost.probe(self, state, f"{check.id}: {exc}")
+            return self._error(job, "; ".join([str(exc)] + [s.problem for s in states if s.problem]), raw)
         out = self._error(job, "; ".join(failures)) if failures else verdict(
             check, job.hosts, check.placement.scope, profile, texts, job_target, steps)
         out.raw = raw
@@ -258,6 +273,14 @@ class Burnin:
     def _not_run_here(self, job: Job, check: Check, states: list[HostState]) -> CheckResult | None:
         """The result of a job that cannot run on its hosts: one already unreachable, the placement stage's refusal
         (``provision.engine.placement``), or a connection that cannot be opened; None when it can run."""
+        if check.placement.out_of_band:  # asks the node's BMC, not the node: runs on a node lost over SSH too
+            refused = placement.refusal(check, job.hosts, [s.target for s in states])
+            if refused is None and self._bmc(states[0]) is None:
+                return CheckResult(check.id, job.hosts, Outcome.SKIPPED, "no BMC: the inventory names none for "
+                                   f"{states[0].name} (provision_bmc_address)" if self.oob is not None else
+                                   "no BMC is reached by a burn-in of this machine itself (--local)",
+                                   scope=check.placement.scope)
+            return refused
         problems = [s.problem for s in states if s.problem]
         if problems:
             return self._error(job, "; ".join(problems))
@@ -333,8 +356,8 @@ class Burnin:
                     if attempt + 1 < CONNECT_ATTEMPTS and not _refused_for_good(str(exc)):
                         time.sleep(attempt + 1)
                         continue
-                    state.problem = str(exc)
-                    self.say(f"  burnin {state.name:<12} unreachable: {exc}")
+                    state.problem = lost.unreachable(self, state, str(exc))
+                    self.say(f"  burnin {state.name:<12} unreachable: {state.problem}")
             return state.problem
 
     def _read_os(self, state: HostState) -> None:
@@ -362,6 +385,8 @@ class Burnin:
                 result = dataclasses.replace(result, stdout=result.stdout + result.stderr, stderr="")
             raw.append(self._save(job, runner.name, step, len(steps), result, server))
             texts[step.key] = result.stdout
+            if result.timed_out and step.via == "ssh":  # the tool hung, or the node? (provision.engine.lost)
+                lost.probe(self, runner, f"{job.check.id}: {step.argv[0]} timed out after {timeout_s:.0f} s")
             problem = (server[1] if server and server[1] else "") or _run_problem(result, timeout_s, step.exit_judged)
             if problem:
                 failures.append(f"{step.key + ': ' if step.key else ''}{problem}")
@@ -377,6 +402,11 @@ class Burnin:
 
     def _run_step(self, step: Step, runner: HostState, server_state: HostState, timeout_s: float):
         """The step's result, and (its server's result, why the server was not ready) when it has one."""
+        if step.via == "bmc":
+            bmc = self._bmc(runner)
+            if bmc is None:
+                return CommandResult(step.argv, 1, "", f"no BMC for {runner.name} in the inventory", 0.0, False), None
+            return bmc.run(step.argv, timeout_s), None
         if not step.server or step.ready is None:
             return self._run(runner.connected, step.argv, timeout_s), None
         server = server_state.connected.start(step.server, timeout_s)
@@ -393,6 +423,13 @@ class Burnin:
             return result, (served, "")
         finally:
             self.control.finished(server)
+
+    def _bmc(self, state: HostState) -> Connection | None:
+        """The node's BMC connection (opened once; ``provision.engine.outofband``), or None without one."""
+        with state.lock:
+            if not state.bmc_opened and self.oob is not None:
+                state.bmc, state.bmc_opened = self.oob.connect(state.host), True
+            return state.bmc
 
     def _save(self, job: Job, host: str, step: Step, steps: int, result: CommandResult, server) -> RawOutput:
         check = job.check
@@ -467,6 +504,9 @@ class BurninRequest:
     # same jobs again, so its complete rounds are answered from the journal and it goes on from the first job missing.
     attempt: int = 1
     done: tuple[CheckResult, ...] = ()
+    # ``--recover``: at most this many nodes that hung during the run are power-cycled through their BMCs and their
+    # node checks run again (``provision.engine.recovery``; the drain breaker's budget); 0: none, never by default.
+    recover: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "checks", tuple(self.checks) if self.checks else None)
@@ -480,15 +520,20 @@ class BurninOutcome:
 
     results: list[CheckResult]
     cluster: dict | None = None
+    power_actions: list[dict] = field(default_factory=list)  # taken through the BMCs (--recover), in order
 
 
-def run(targets: Sequence[Target], request: BurninRequest, transport: Transport, sink: Sink) -> BurninOutcome:
+def run(targets: Sequence[Target], request: BurninRequest, transport: Transport, sink: Sink,
+        oob: OutOfBand | None = None) -> BurninOutcome:
     """Burn in ``targets`` (``provision.targets``: each host's profile, timeouts and set, resolved once) as
-    ``request`` asks, over ``transport``; results, raw outputs, progress and events go to ``sink``."""
+    ``request`` asks, over ``transport``, their BMCs through ``oob`` (None: no BMC is asked; the ``bmc`` check is
+    skipped); results, raw outputs, progress and events go to ``sink``."""
     registered = list(registry().values())
     only = request.checks
     chosen = [c for c in registered if (c.id in only if only else not c.budget.optional)]  # the budget stage
     checks = with_inputs(cluster.completed(chosen, registered), registered)
-    engine = Burnin(targets, sink, transport, request.forks, (request.attempt, request.done))
+    engine = Burnin(targets, sink, transport, request.forks, (request.attempt, request.done), oob)
+    engine.recover_most = request.recover
     results = engine.run(checks, sink.journal, request.scope, request.schedule)
-    return BurninOutcome(results, dict(engine.cluster) if engine.cluster is not None else None)
+    return BurninOutcome(results, dict(engine.cluster) if engine.cluster is not None else None,
+                         list(engine.power_actions))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from provision.errors import InventoryError
 
 NVLINK_DOMAIN_VAR = "provision_nvlink_domain"  # the inventory's name for a host's NVLink domain
+BMC_ADDRESS_VAR = "provision_bmc_address"  # the inventory's name for a host's BMC (provision.bmc.config)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,12 @@ class Host:
         where the inventory names none."""
         name = self.vars.get(NVLINK_DOMAIN_VAR)
         return str(name) if name not in (None, "") else None
+
+    @property
+    def has_bmc(self) -> bool:
+        """Whether the inventory names the host's BMC (``provision_bmc_address``; ``provision.bmc.config``): its
+        checks then ask it too, out of band."""
+        return self.vars.get(BMC_ADDRESS_VAR) not in (None, "")
 
 
 @dataclass(frozen=True)

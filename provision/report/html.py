@@ -214,13 +214,17 @@ def _label(hosts: tuple[str, ...]) -> str:
 
 def _host(run: Run, host: str, verdict: str, rundir: RunDir | None, trend: Trend | None,
           results: list[CheckResult]) -> dict:
-    """One host's section: verdict, profile, install, its ``results`` and plots."""
+    """One host's section: verdict, profile, install, its ``results`` and plots, the power actions the run took
+    through its BMC (``power``) and the event-log entries its ``bmc`` check named (``sel``: critical and warning)."""
     record, inst = run.hosts.get(host), run.install.get(host)
     nvb = next((r for r in results if r.check == "nvbandwidth" and r.scope is Scope.NODE), None)
     return {"name": host, "verdict": verdict, "profile": record.profile if record else None,
             "install": inst, "results": [_row(r) for r in results],
             "heatmap": _heatmap(nvb, rundir) if nvb else None,
-            "trends": _trends(trend.get(host, ()) if trend else (), run.run_id)}
+            "trends": _trends(trend.get(host, ()) if trend else (), run.run_id),
+            "power": [a for a in run.power_actions or () if a.get("host") == host],
+            "sel": [{"when": f.detail, "device": f.device, "message": f.value, "ok": f.ok} for r in results
+                    if r.check == "bmc" for f in r.findings if f.metric == "sel_entry"]}
 
 
 def _row(r: CheckResult) -> dict:

@@ -32,6 +32,10 @@ name, ``_seconds``, ``_bytes_per_second``, ``_celsius``):
   localization's or the history's, which have their own series): the device and the reason, as the console and
   JUnit name them; host is the finding's (a group test's blamed host) or the result's. Only failures make series,
   so a healthy 1,250-node run adds none.
+- ``provision_burnin_bmc_reachable{host}`` 1 when the node's BMC answered the ``bmc`` check, 0 when it did not;
+  ``provision_burnin_bmc_sel_critical_entries{host,device}`` and ``provision_burnin_bmc_power_supplies_healthy``
+  per host with a BMC (``MEASURES``); ``provision_burnin_power_action{host,action,outcome}`` 1 per power action
+  the run took through a BMC (``burnin --recover``; ``provision.report.bmcmetrics``).
 - per measured finding, converted from the check's unit (``MEASURES``), labels {host, device}; host is
   the result's hosts joined by '+' for a pair or group test, the last measurement of a series wins. Only
   a device that failed a finding or that the localization named (an HCA, every device of a suspect node)
@@ -52,6 +56,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
+
+from provision.report import bmcmetrics
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -83,6 +89,10 @@ MEASURES = {
     ("gpudirect", "bw_avg_Gbps"): ("gpudirect_write_bandwidth_bytes_per_second", Gb,
                                    "GPUDirect RDMA write bandwidth of an HCA with its nearest GPU's memory (perftest "
                                    "ib_write_bw --use_cuda)."),
+    ("bmc", "sel_critical_entries"): ("bmc_sel_critical_entries", 1.0, "Critical entries in the node's BMC event "
+                                      "log since the run began (Redfish LogEntry Severity Critical)."),
+    ("bmc", "psus_healthy"): ("bmc_power_supplies_healthy", 1.0, "Power supplies the node's BMC reports healthy "
+                              "(PSU redundancy: fewer than the node has is a lost supply)."),
 }
 WORST = (Outcome.ERROR, Outcome.FAIL, Outcome.UNTESTED, Outcome.PASS, Outcome.SKIPPED)
 VERDICTS = ("pass", "fail", "error")
@@ -113,6 +123,7 @@ class RunCollector(Collector):
         yield from _regressions(self.run)
         yield from _failed_findings(self.run)
         yield from _measures(self.run)
+        yield from bmcmetrics.families(self.run, PREFIX)
 
 
 def _run_verdict(run: Run) -> Iterator[Metric]:

@@ -51,6 +51,8 @@ def merge(shards: list[tuple[str, Run]], run_id: str) -> tuple[Run, list[dict[st
         merged.results += [_moved(r, move) for r in run.results]
         groups += (run.cluster or {}).get("groups", [])
         left_out.update((run.cluster or {}).get("left_out") or {})
+    actions = [a for _, run in shards for a in run.power_actions or ()]
+    merged.power_actions = actions or None
     merged.cluster = {"groups": groups, **({"left_out": left_out} if left_out else {})} if groups or left_out else None
     merged.install_wall_s = _longest(r.install_wall_s for _, r in shards)
     merged.burnin_wall_s = _longest(r.burnin_wall_s for _, r in shards)

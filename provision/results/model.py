@@ -23,7 +23,8 @@ from provision.results.outcome import FABRIC, Outcome  # noqa: F401 (FABRIC re-e
 if TYPE_CHECKING:
     from provision.results.coverage import Component, RunOutcome
 
-SCHEMA_VERSION = 2  # 1: the version-less report.json before this model
+SCHEMA_VERSION = 3  # 1: the version-less report.json before this model; 2: before power_actions (BMC)
+READABLE_VERSIONS = (1, 2, 3)  # 2 reads as 3 with no power actions
 
 
 # Outcome and FABRIC live in the leaf module outcome.py (coverage.py imports them without importing this one).
@@ -282,6 +283,10 @@ class Run:
     cluster: dict | None = None  # the cluster procedure: per host group its fabric, rounds and suspects
     # When each attempt of a resumed run started (``provision burnin --resume``); None for a run never resumed
     attempts: list[str] | None = None
+    # The power actions the run took through the nodes' BMCs (``burnin --recover``: a hung node's power cycle), in
+    # the order taken: host, action, outcome (done, not_carried_out, failed, skipped), the boot ids before and after
+    # (read over SSH), seconds, the BMC and one line of detail; None when it took none
+    power_actions: list[dict] | None = None
 
     def results_of(self, host: str) -> list[CheckResult]:
         """Every result that covered ``host``, in run order (one pass; ``by_host`` for every host at once)."""
@@ -343,7 +348,8 @@ class Run:
             "install": {h: i.to_dict() for h, i in self.install.items()},
             "results": [r.to_dict() for r in self.results],
         }
-        for key in ("install_wall_s", "burnin_wall_s", "install_artifacts", "evaluated", "cluster", "attempts"):
+        for key in ("install_wall_s", "burnin_wall_s", "install_artifacts", "evaluated", "cluster", "attempts",
+                    "power_actions"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

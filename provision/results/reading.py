@@ -14,7 +14,7 @@ from typing import Any
 
 from provision.errors import ProvisionError
 from provision.results import schema
-from provision.results.model import (SCHEMA_VERSION, CheckResult, FailedTask, Finding, HostInstall, HostRecord,
+from provision.results.model import (READABLE_VERSIONS, CheckResult, FailedTask, Finding, HostInstall, HostRecord,
                                      Outcome, RawOutput, Reference, RoleResult, Run, Scope)
 
 
@@ -23,9 +23,10 @@ def run_from_dict(data: Any, origin: str) -> Run:
     if not isinstance(data, dict):
         raise ProvisionError(f"{origin}: not a run report (a JSON object)")
     version = data.get("schema_version", 1)
-    if version not in (1, SCHEMA_VERSION):
-        raise ProvisionError(f"{origin}: schema_version {version!r}: this version reads 1 and {SCHEMA_VERSION}")
-    if version == SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
+        raise ProvisionError(f"{origin}: schema_version {version!r}: this version reads "
+                             f"{', '.join(map(str, READABLE_VERSIONS))}")
+    if version != 1:
         try:
             schema.validate(data, origin)
         except ValueError as exc:
@@ -45,7 +46,7 @@ def run_from_dict(data: Any, origin: str) -> Run:
                finished=str(data.get("finished", "")), hosts=hosts, install=install, results=results,
                install_wall_s=data.get("install_wall_s"), burnin_wall_s=data.get("burnin_wall_s"),
                install_artifacts=data.get("install_artifacts"), evaluated=data.get("evaluated"),
-               cluster=data.get("cluster"), attempts=data.get("attempts"))
+               cluster=data.get("cluster"), attempts=data.get("attempts"), power_actions=data.get("power_actions"))
 
 
 def finding_from_dict(row: dict) -> Finding:

@@ -86,7 +86,7 @@ def _report(folder, data):
 
 
 @pytest.mark.parametrize("change, text", [
-    ({"schema_version": None}, "schema_version must be 2"),
+    ({"schema_version": None}, "schema_version must be 2 or 3"),
     ({"hosts": {}}, "names no host"),
     ({"phases": [{"a": 1}]}, "report.json breaks"),
     ({"results": [{"check": "xid", "hosts": "n1", "outcome": "pass", "message": "ok"}]}, "report.json breaks"),

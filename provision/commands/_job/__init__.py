@@ -88,8 +88,10 @@ def run(options: JobOptions, progress: Callable[[str], None] = print) -> ExitSta
             if "burnin" in options.phases and installed and not ctx.control.stop.is_set():
                 schedule = select.schedule(options.check_set, options.schedule)
                 request = BurninRequest(tuple(chosen.checks or ()) or None, chosen.scope, schedule, options.forks,
-                                        len(ctx.run.attempts or ()) or 1, tuple(ctx.kept))
-                burnin.burnin(installed, ctx.rundir, ctx.run, request, ctx.control, options.local, ctx.held)
+                                        len(ctx.run.attempts or ()) or 1, tuple(ctx.kept),
+                                        select.recovery_budget(options, len(installed)))
+                burnin.burnin(installed, ctx.rundir, ctx.run, request, ctx.control,
+                              burnin.Reach(options.local, options.insecure_bmc), ctx.held)
         finally:
             ctx.held.release()
             ctx.run.finished = now()

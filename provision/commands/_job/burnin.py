@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from provision import paths
 from provision.engine import burnin as burnin_engine
@@ -48,8 +50,17 @@ def take_hosts(hosts, phases, rundir: RunDir, local: bool, wait: float | None, p
     return held
 
 
+@dataclass(frozen=True)
+class Reach:
+    """How the run reaches its nodes: ``local`` (``burnin --local``: this machine itself, as local processes; no
+    BMC), else over SSH and through their BMCs, whose TLS certificates are verified unless ``insecure_bmc``."""
+
+    local: bool = False
+    insecure_bmc: bool = False
+
+
 def burnin(targets, rundir: RunDir, run: Run, request: burnin_engine.BurninRequest, control: Control,
-           local: bool = False, held: hostlock.Held | None = None) -> None:
+           reach: Reach = Reach(), held: hostlock.Held | None = None) -> None:
     """Burn in ``targets`` (``provision.targets``) as ``request`` asks (over SSH, or as local processes with
     ``local``); each result is journaled as it ends, and report.json refreshed."""
     started, saved = time.monotonic(), [0.0, 0.0]  # when report.json was last saved, how long that took
@@ -77,9 +88,19 @@ def burnin(targets, rundir: RunDir, run: Run, request: burnin_engine.BurninReque
 
     run.results = []
     keeping(lambda: rundir.begin(run))  # the journal alone can rebuild the run (RunDir.load)
-    transport = hostlock.Reusing(LocalTransport() if local else SshTransport(), held or hostlock.Held())
-    outcome = burnin_engine.run(targets, request, transport, burnin_engine.Sink(rundir, run.hosts, control, record))
+    transport = hostlock.Reusing(LocalTransport() if reach.local else SshTransport(), held or hostlock.Held())
+    oob = None
+    if not reach.local:
+        from provision.bmc import outofband  # the BMC client's libraries: only for a run over SSH
+
+        oob = outofband.BmcAccess(reach.insecure_bmc, datetime.now(timezone.utc),
+                                  outofband.ssh_boot_id(SshTransport()))
+    if reach.insecure_bmc:
+        control.progress("bmc: --insecure-bmc: the BMCs' TLS certificates are NOT verified in this run")
+    outcome = burnin_engine.run(targets, request, transport, burnin_engine.Sink(rundir, run.hosts, control, record),
+                                oob)
     run.results = outcome.results
     run.cluster = outcome.cluster or None
+    run.power_actions = outcome.power_actions or None
     run.burnin_wall_s = round(time.monotonic() - started, 1)
     keeping(rundir.sync_journal)

@@ -51,6 +51,8 @@ class JobOptions:
     forks: int | None = None
     wait: float | None = None
     resume: str | None = None  # --resume RUN: continue that killed run with its own options (``resume``)
+    recover: bool = False  # --recover: power-cycle the nodes that hang, through their BMCs (engine.recovery)
+    insecure_bmc: bool = False  # --insecure-bmc: the BMCs' TLS certificates are not verified (said in the run)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> JobOptions:
@@ -64,6 +66,9 @@ class JobOptions:
             raise ProvisionError(f"{args.command}: -i/--inventory is required (or {other})")
         if not local and (given.get("host") or given.get("profile")):
             raise ProvisionError(f"{args.command}: --host and --profile go with --local")
+        if local and (given.get("recover") or given.get("insecure_bmc")):
+            raise ProvisionError(f"{args.command}: --recover and --insecure-bmc reach the nodes' BMCs from a "
+                                 "controller; a burn-in of this machine itself (--local) reaches none")
         limit, checks = arguments.limit(args.limit), arguments.csv(given.get("checks"))
         return cls(**{**given, "phases": PHASES[args.command], "inventory": tuple(args.inventory or ()),
                       "limit": _tuple(limit), "checks": _tuple(checks), "vault": arguments.vault(args),

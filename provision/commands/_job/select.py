@@ -42,6 +42,18 @@ def drain_options(drain: str | None, resume_passed: bool, most: int | None = Non
                    window_s=WINDOW_S if window is None else window * 3600, most=most)
 
 
+def recovery_budget(options, hosts: int) -> int:
+    """How many hung nodes ``--recover`` may power-cycle in a run of ``hosts`` nodes (``provision.engine.recovery``):
+    0 without --recover; else the drain breaker's budget for the run's nodes (``provision.slurm.breaker``): its
+    ``--drain-max`` when given, else ``--drain-share`` (default 10 %) of the run's hosts, at least one."""
+    if not options.recover:
+        return 0
+    if options.drain_max is not None:
+        return options.drain_max
+    share = SHARE if options.drain_share is None else options.drain_share / 100
+    return max(1, int(share * hosts + 1e-9))
+
+
 def failed_installs(run_arg: str, limit) -> list[str]:
     """The hosts of a saved run whose install failed or never reached them. Raises ProvisionError
     with ``limit`` given too, when the run installed nothing, or when every host installed ok."""

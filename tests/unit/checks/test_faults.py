@@ -45,6 +45,10 @@ def codes_in_source() -> dict[str, set[str]]:
     tree = ast.parse((CHECKS_DIR.parent / "engine" / "cluster.py").read_text())
     out["localize"] = {n.value for n in ast.walk(tree)
                        if isinstance(n, ast.Constant) and isinstance(n.value, str) and CODE.match(n.value)}
+    # a hung node's recovery (provision/engine/recovery.py) records its power cycle with codes of its own
+    tree = ast.parse((CHECKS_DIR.parent / "engine" / "recovery.py").read_text())
+    out["node_recovery"] = {n.value for n in ast.walk(tree)
+                            if isinstance(n, ast.Constant) and isinstance(n.value, str) and CODE.match(n.value)}
     # the history's regression gates (provision/history/regress.py) carry one of their own
     tree = ast.parse((CHECKS_DIR.parent / "history" / "regress.py").read_text())
     out["regression"] = {n.value for n in ast.walk(tree)

@@ -133,7 +133,7 @@ def test_the_job_runs_a_set_by_name_with_its_durations_schedule_and_record(tmp_p
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     seen = {}
 
-    def engine(chosen, request, transport, sink):
+    def engine(chosen, request, transport, sink, oob=None):
         seen.update(targets=chosen, only=list(request.checks or ()), schedule=request.schedule)
         return burnin_engine.BurninOutcome([CheckResult("xid", (t.name,), Outcome.PASS, "ok") for t in chosen])
 

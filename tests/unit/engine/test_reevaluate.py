@@ -1,5 +1,5 @@
 """`provision evaluate`: a saved run judged again gives the same report; a new threshold flips it;
-a report written before the results model (no schema_version) is read and rewritten as v2."""
+a report written before the results model (no schema_version) is read and rewritten as v3."""
 import json
 import shutil
 import subprocess
@@ -109,7 +109,7 @@ def test_a_report_from_before_the_model_is_judged_and_rewritten_as_v2(tmp_path):
     (run / "report.json").write_text(json.dumps(legacy))
     assert evaluate(run).returncode == 1
     again = json.loads((run / "report.json").read_text())
-    assert again["schema_version"] == 2 and again["verdicts"] == {"n1": "error"}
+    assert again["schema_version"] == 3 and again["verdicts"] == {"n1": "error"}
     assert [(r["check"], r["outcome"]) for r in again["results"]] == [(r["check"], r["outcome"]) for r in v2["results"]]
     assert again["results"][1]["raw"] == [{"key": "mlx5_5", "host": "n1", "path": "raw/n1/ib_write_bw.mlx5_5.txt"}]
 

@@ -222,7 +222,7 @@ def test_the_job_on_a_full_runs_folder_names_each_file_and_exits_5(tmpfs, tmp_pa
     monkeypatch.setattr(ansible, "run_playbook", lambda *a, **k: pytest.fail("no install in a burn-in"))
     events = []
 
-    def engine(chosen, request, transport, sink):
+    def engine(chosen, request, transport, sink, oob=None):
         results = [CheckResult("xid", (t.name,), Outcome.PASS, "ok") for t in chosen]
         for result in results:
             sink.journal(result)  # journaled, and report.json saved once

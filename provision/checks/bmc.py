@@ -1,0 +1,109 @@
+"""bmc: the node's BMC answers, and what it records of the node is healthy: the system's health, its event log,
+its power supplies, fans and sensors.
+
+Out of band (``Placement.out_of_band``): every step is a query of the node's BMC from the controller
+(``provision.bmc.transport``, DMTF's Redfish over HTTPS, or IPMI through ipmitool where the inventory says
+``provision_bmc_protocol: ipmi``), so it runs, and is judged, on a node that no longer answers over SSH. A host
+whose inventory names no BMC (``provision_bmc_address``) skips it. Steps: ``status`` (parser ``redfish-status``:
+the ComputerSystem's ``PowerState`` and ``Status.Health``, the Manager's health and firmware; DMTF DSP0268
+ComputerSystem/Manager), ``sel`` (``redfish-sel``: the LogEntry members of the system's SEL log service, from the
+run's start: ``Severity`` OK/Warning/Critical, ``Message``, ``SensorType``; DSP0268 LogEntry) and ``sensors``
+(``redfish-sensors``: the chassis's Sensor members with their ``Thresholds``, its PowerSubsystem's PowerSupplies and
+ThermalSubsystem's Fans; DSP0268 Sensor, PowerSupply, Fan).
+
+Judges, each against what the BMC itself states (no threshold of ours; the BMC's are the vendor's for that board):
+- the system's ``Status.Health`` and the BMC's own: OK passes; Warning or Critical fails (BMC_HEALTH), as DCGM's and
+  NVIDIA's ``dpsctl verify bmc-health`` treat a BMC-reported fault as the node's;
+- every Critical event-log entry since the run began fails (SEL_CRITICAL), named with its time, message and sensor;
+  Warning entries are recorded, not failed (a chassis intrusion or a redundant fan's spin-up is logged Warning);
+- a sensor whose reading is past its ``UpperCritical`` or ``LowerCritical`` threshold, or whose health is Critical,
+  fails (SENSOR_CRITICAL); past a caution threshold it is recorded, not failed;
+- a power supply or fan whose health is not OK or that is absent fails (PSU_FAILED, FAN_FAILED): a node on fewer
+  supplies than it was built with has lost its redundancy (a DGX H100 has six,
+  https://docs.nvidia.com/dgx/dgxh100-user-guide/); the count of healthy supplies is a metric.
+"""
+from __future__ import annotations
+
+from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
+
+HEALTH, SEL, SENSOR, PSU, FAN = "BMC_HEALTH", "SEL_CRITICAL", "SENSOR_CRITICAL", "PSU_FAILED", "FAN_FAILED"
+BAD_STATES = ("Absent", "UnavailableOffline", "Disabled")
+
+
+def steps(profile, host) -> list[Step]:
+    return [Step("status", ["bmc", "status"], parser="redfish-status", via="bmc"),
+            Step("sel", ["bmc", "sel"], parser="redfish-sel", via="bmc"),
+            Step("sensors", ["bmc", "sensors"], parser="redfish-sensors", via="bmc")]
+
+
+def judge(ctx: Context) -> list[Finding]:
+    status, sel, sensors = ctx.parsed["status"], ctx.parsed["sel"], ctx.parsed["sensors"]
+    return (_status(status) + _sel(sel.get("entries") or []) + _sensors(sensors.get("sensors") or [])
+            + _units("psu", PSU, sensors.get("power_supplies") or []) + _units("fan", FAN, sensors.get("fans") or []))
+
+
+def _status(status: dict) -> list[Finding]:
+    out = [Finding(device="system", metric="power_state", value=status.get("power_state"), ok=True)]
+    for device, health in (("system", status.get("health")), ("BMC", status.get("manager_health"))):
+        if health is None and device == "BMC":
+            continue
+        out.append(Finding(device=device, metric="health", value=health, ok=health == "OK", expected="OK",
+                           fault=HEALTH if health != "OK" else ""))
+    return out
+
+
+def _sel(entries: list[dict]) -> list[Finding]:
+    critical = [e for e in entries if e.get("severity") == "Critical"]
+    out = [Finding(device="SEL", metric="sel_critical_entries", value=len(critical), ok=not critical, expected=0,
+                   detail=f"{len(entries)} entries since the run began")]
+    for entry in critical:
+        out.append(Finding(device=entry.get("sensor") or entry.get("sensor_type") or "SEL", metric="sel_entry",
+                           value=entry.get("message"), ok=False, fault=SEL,
+                           detail=f"{entry.get('created')} {entry.get('severity')}"
+                                  + (f" ({entry.get('sensor_type')})" if entry.get("sensor_type") else "")))
+    out += [Finding(device=e.get("sensor") or "SEL", metric="sel_entry", value=e.get("message"), ok=True,
+                    detail=f"{e.get('created')} Warning") for e in entries if e.get("severity") == "Warning"]
+    return out
+
+
+def _sensors(sensors: list[dict]) -> list[Finding]:
+    out = []
+    for sensor in sensors:
+        reading = sensor.get("reading")
+        if reading is None:
+            continue
+        name = sensor.get("name") or sensor.get("id")
+        high, low = sensor.get("upper_critical"), sensor.get("lower_critical")
+        past = ((high is not None and reading >= high) or (low is not None and reading <= low)
+                or sensor.get("health") == "Critical")
+        caution = [f"{word} {limit}" for word, limit, beyond in (
+            ("above caution", sensor.get("upper_caution"), lambda r, t: r >= t),
+            ("below caution", sensor.get("lower_caution"), lambda r, t: r <= t)) if limit is not None and beyond(
+                reading, limit)]
+        limits = ", ".join(f"{w} {v}" for w, v in (("lower critical", low), ("upper critical", high)) if v is not None)
+        out.append(Finding(device=name, metric=f"{(sensor.get('type') or 'sensor').lower()}_reading", value=reading,
+                           unit=sensor.get("units") or "", ok=not past, fault=SENSOR if past else "",
+                           detail="; ".join(filter(None, [limits and f"BMC's thresholds: {limits}",
+                                                          f"health {sensor.get('health')}", *caution]))))
+    return out
+
+
+def _units(kind: str, fault: str, units: list[dict]) -> list[Finding]:
+    out = []
+    for unit in units:
+        bad = unit.get("health") not in ("OK", None) or unit.get("state") in BAD_STATES
+        out.append(Finding(device=unit.get("name") or unit.get("id"), metric=f"{kind}_health",
+                           value=unit.get("health") or unit.get("state"), ok=not bad, expected="OK",
+                           fault=fault if bad else "", detail=f"state {unit.get('state')}"))
+    if kind == "psu" and units:
+        healthy = sum(1 for f in out if f.ok)
+        out.append(Finding(device="PSUs", metric="psus_healthy", value=healthy, ok=healthy == len(units),
+                           expected=len(units), fault=fault if healthy < len(units) else "",
+                           detail=f"{healthy} of {len(units)} power supplies healthy"))
+    return out
+
+
+CHECK = Check(id="bmc", tool="the node's BMC (Redfish)", steps=steps, judge=judge, order=3,
+              placement=Placement(out_of_band=True),
+              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              data=Data(metrics={"sel_critical_entries": "", "psus_healthy": ""}))
