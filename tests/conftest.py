@@ -16,10 +16,12 @@ os.environ["PROVISION_VALIDATE_REPORTS"] = "1"
 
 
 def free_address_base(nodes: int) -> str:
-    """A 127.X.Y.10 base whose next ``nodes`` addresses have nothing listening on port 22."""
+    """A 127.X.Y.10 base whose next ``nodes`` addresses have nothing listening on port 22. X stays in 20-99, so that
+    the nodes' simulated BMCs (127.X+100.Y.N, ``provision.sim.bmc.daemon.address_of``) never share a block with
+    another rack's nodes."""
     rng = random.SystemRandom()
     for _ in range(50):
-        base = f"127.{rng.randrange(20, 250)}.{rng.randrange(0, 250)}"
+        base = f"127.{rng.randrange(20, 100)}.{rng.randrange(0, 250)}"
         addresses = [f"{base}.{10 + i}" for i in range(nodes)]
         if not any(_listening(a) for a in addresses):
             return addresses[0]

@@ -84,7 +84,8 @@ def _status(folder: Path) -> int:
         return ExitStatus.NODE_FAILED
     for row in rows:
         print(f"{row['name']:<8} {row['address']:<15} pid {row['pid']:<8} "
-              f"{'running' if row['running'] else 'STOPPED'} ssh {'open' if row['ssh'] else 'CLOSED'}")
+              f"{'running' if row['running'] else 'STOPPED'} ssh {'open' if row['ssh'] else 'CLOSED'} "
+              f"bmc {row['bmc_address']} {'up' if row['bmc'] else 'DOWN'}")
     return ExitStatus.OK if all(r["running"] and r["ssh"] for r in rows) else ExitStatus.NODE_FAILED
 
 
@@ -102,13 +103,21 @@ def _faults(args: argparse.Namespace, folder: Path) -> int:
             removed = faults.heal(folder, name)
             print(f"sim: {name}: healed ({removed} fault{'' if removed == 1 else 's'} removed)")
     else:
-        for kind in faults.KINDS.values():
-            print(f"{kind.kind:<16} --device {kind.target:<6} {kind.description}")
-        for name, (text, _how) in faults.FABRIC_KINDS.items():
-            print(f"{name:<16} --device cable  {text}")
-        for name, (text, _unit) in faults.SERVICE_KINDS.items():
-            print(f"{name:<16} --device node   {text}")
-        for node, records in faults.active(folder).items():
-            for r in records:
-                print(f"active: {node} {r['kind']} on {r['label']}")
+        _list_faults(folder)
     return ExitStatus.OK
+
+
+def _list_faults(folder: Path) -> None:
+    from provision.sim import faults
+
+    for kind in faults.KINDS.values():
+        print(f"{kind.kind:<16} --device {kind.target:<6} {kind.description}")
+    for name, (text, _how) in faults.FABRIC_KINDS.items():
+        print(f"{name:<16} --device cable  {text}")
+    for name, (text, _unit) in faults.SERVICE_KINDS.items():
+        print(f"{name:<16} --device node   {text}")
+    for name, text in faults.bf.BMC_KINDS.items():
+        print(f"{name:<16} --device bmc    {text}")
+    for node, records in faults.active(folder).items():
+        for r in records:
+            print(f"active: {node} {r['kind']} on {r['label']}")

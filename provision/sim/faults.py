@@ -17,6 +17,10 @@ R), ``mlx5_R:upJ`` (uplink J, in port order, of the node's leaf switch on rail R
 Service faults stop a daemon inside the node with ``systemctl stop`` (run in the node's namespaces), as an
 operator or a crash leaves it; its own tools and its peers then see it gone (the simulated IMEX daemon's port
 closes). ``heal`` starts it again.
+
+BMC faults (``bmc.faultkinds``): ``psu_lost``, ``firmware_stale`` and ``over_temp`` edit the model the node's BMC
+reports; the others (``bmc.faultkinds.BMC_KINDS``) make the BMC misbehave or freeze the node. A fault a real BMC
+would log, and the GPU faults xid79, gpu_lost, gpu_missing and dbe_remap, add a SEL entry that ``heal`` removes.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from provision.errors import ProvisionError
 from provision.sim.modeldevices import gpu as _gpu, hca as _hca
 from provision.sim import rack
 from provision.sim import settingfaults as sf
+from provision.sim.bmc import faultkinds as bf
 
 MODEL = "etc/provision-sim/hardware.yaml"
 
@@ -47,7 +52,8 @@ class FaultKind:
     apply: Callable[[dict, str, str | None], str]  # (model, device, value) -> device label
     # The nodes whose tools show the fault: None for every node; "blackwell" for a Blackwell node on driver 580,
     # whose nvidia-smi prints the fabric's health, clique and the driver's recovery action (older drivers print
-    # the fabric's state only) and whose kernel logs NVLink5 Xids.
+    # the fabric's state only) and whose kernel logs NVLink5 Xids; "bmc" for a fault the node's BMC reports (Redfish,
+    # the SEL), which node checks over SSH need not see (the fault matrix leaves both out).
     needs: str | None = None
 
 
@@ -349,6 +355,12 @@ KINDS = {k.kind: k for k in [
               sf.iommu_translated),
     FaultKind("mtu_low", "hca", "an HCA port's active MTU below 4096 (--value bytes, default 2048)", sf.mtu_low),
     FaultKind("persistence_off", "gpu", "persistence mode off on a GPU", sf.persistence_off),
+    FaultKind("psu_lost", "psu", "a power supply failed: Absent and Critical in Redfish, redundancy degraded, a "
+              "critical SEL entry", bf.psu_lost, "bmc"),
+    FaultKind("firmware_stale", "node", f"BMC, BIOS and CPLD firmware older than the rack's (--value BMC version, "
+              f"default {bf.STALE['bmc']})", bf.firmware_stale, "bmc"),
+    FaultKind("over_temp", "gpu", f"a GPU's temperature sensor over UpperCritical (--value C, default "
+              f"{bf.OVER_TEMP_C}) and a critical SEL entry", bf.over_temp, "bmc"),
 ]}
 # Fabric fault kinds: (description, cable edit). The edit gets the cable dict and --value.
 FABRIC_KINDS = {
@@ -393,6 +405,7 @@ def default_device(kind: FaultKind, model: dict, rng: random.Random) -> str:
                "slave": [s["name"] for s in model.get("storage", {}).get("bond", {}).get("slaves", [])],
                "pair": [",".join(p) for p in zip(gpus, gpus[1:] + gpus[:1])],
                "tool": ["all_reduce_perf"], "node": ["node"],
+               "psu": [str(p["index"]) for p in (model.get("platform") or {}).get("psus") or []],
                "device": gpus + [h["name"] for h in model.get("hcas", [])]}[kind.target]
     if not choices:
         raise ProvisionError(f"fault {kind.kind}: this node has no {kind.target} to break")
@@ -404,6 +417,8 @@ def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | No
     """Break ``node_name`` with fault ``kind_name``; return {kind, device, value, label}."""
     if kind_name in FABRIC_KINDS:
         return _inject_fabric(inventory_dir, node_name, kind_name, device, value)
+    if kind_name in bf.BMC_KINDS:
+        return _inject_bmc(inventory_dir, node_name, kind_name)
     if kind_name in SERVICE_KINDS:
         unit = SERVICE_KINDS[kind_name][1]
         systemctl(_node(inventory_dir, node_name), "stop", unit)
@@ -411,7 +426,7 @@ def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | No
                                                   "label": f"{unit}.service stopped"})
     kind = KINDS.get(kind_name)
     if kind is None:
-        known = ", ".join([*KINDS, *FABRIC_KINDS, *SERVICE_KINDS])
+        known = ", ".join([*KINDS, *FABRIC_KINDS, *SERVICE_KINDS, *bf.BMC_KINDS])
         raise ProvisionError(f"unknown fault kind {kind_name!r} (known: {known})")
     node = _node(inventory_dir, node_name)
     model_path = node.root() / MODEL
@@ -420,7 +435,28 @@ def inject(inventory_dir: Path, node_name: str, kind_name: str, device: str | No
     label = kind.apply(model, device, value)
     model_path.write_text(yaml.safe_dump(model, sort_keys=False))
     rack.write_kernel_views(node.root(), model)
-    return _record(inventory_dir, node_name, {"kind": kind.kind, "device": device, "value": value, "label": label})
+    record = _record(inventory_dir, node_name, {"kind": kind.kind, "device": device, "value": value, "label": label})
+    bf.sel_event(_sel_dir(inventory_dir), node_name, record, model)
+    return record
+
+
+def _sel_dir(inventory_dir: Path) -> Path:
+    from provision.sim.bmc import daemon
+
+    return daemon.folder(rack.state_dir(inventory_dir))
+
+
+def _inject_bmc(inventory_dir: Path, node_name: str, kind_name: str) -> dict:
+    """A BMC service fault: recorded for the daemon (the node may be powered off), node_hung freezes the node."""
+    nodes = {n.name: n for n in rack.load_nodes(inventory_dir)}
+    if node_name not in nodes:
+        raise ProvisionError(f"{inventory_dir}: no simulated node {node_name!r} (nodes: {', '.join(nodes) or 'none'})")
+    if kind_name == "node_hung":
+        bf.freeze(_node(inventory_dir, node_name).cgroup, True)
+    record = _record(inventory_dir, node_name, {"kind": kind_name, "device": "bmc", "value": None,
+                                                "label": bf.BMC_KINDS[kind_name]})
+    bf.sel_event(_sel_dir(inventory_dir), node_name, record, None)
+    return record
 
 
 def systemctl(node: rack.SimNode, verb: str, unit: str) -> None:
@@ -566,15 +602,25 @@ def flash(inventory_dir: Path, node_name: str, version: str) -> int:
 def heal(inventory_dir: Path, node_name: str) -> int:
     """Restore the node's hardware model from rack start, and the fabric cables its faults
     broke; return the number of faults removed."""
-    node = _node(inventory_dir, node_name)
+    nodes = {n.name: n for n in rack.load_nodes(inventory_dir)}
+    if node_name not in nodes:
+        raise ProvisionError(f"{inventory_dir}: no simulated node {node_name!r} (nodes: {', '.join(nodes) or 'none'})")
+    node = nodes[node_name]
+    # a node its BMC powered off is healed on its disk (the upper dir), as it will boot
+    root = node.root() if node.alive() else rack.state_dir(inventory_dir) / "nodes" / node_name / "upper"
     healthy = rack.state_dir(inventory_dir) / "nodes" / node_name / "hardware.healthy.yaml"
-    shutil.copy(healthy, node.root() / MODEL)
-    rack.write_kernel_views(node.root(), yaml.safe_load(healthy.read_text()))
+    shutil.copy(healthy, root / MODEL)
+    rack.write_kernel_views(root, yaml.safe_load(healthy.read_text()))
     faults = active(inventory_dir)
     records = faults.pop(node_name, [])
     _active_path(inventory_dir).write_text(json.dumps(faults, indent=1))
+    if any(r["kind"] == "node_hung" for r in records) and node.cgroup and node.alive():
+        bf.freeze(node.cgroup, False)
+    sel = bf.Sel(_sel_dir(inventory_dir), node_name)
+    for kind in dict.fromkeys(r["kind"] for r in records):
+        sel.remove(kind)
     if any(r["kind"] in FABRIC_KINDS for r in records):
         _heal_fabric(inventory_dir, faults)
     for unit in dict.fromkeys(r["device"] for r in records if r["kind"] in SERVICE_KINDS):
-        systemctl(node, "start", unit)
+        systemctl(_node(inventory_dir, node_name), "start", unit)
     return len(records)

@@ -29,6 +29,31 @@ GENERIC_SYSTEM = ("Supermicro", "SYS-421GE-TNRT", "Family")
 BMC: dict = {"device_id": 32, "device_revision": 1, "firmware_revision": "24.09", "ipmi_version": "2.0",
        "manufacturer_id": 5703, "manufacturer_name": "NVIDIA Corporation", "product_id": 8214,
        "product_name": "Unknown (0x2016)", "aux_firmware_revision": ["0x17", "0x00", "0x00", "0x00"]}
+# The platform a BMC manages (provision/sim/bmc/): firmware beyond BIOS and BMC, power supplies, fans. Versions are
+# those NVIDIA's `nvfwupd show_version -j` prints for a DGXH100 (NVIDIA/open-nvfwupd,
+# firmware_update_guide/docs/appendix/json-options.rst): CPLDMB_0 0.2.1.8, CPLDMID_0 0.2.1.1, HGX_FW_BMC_0 (the
+# HGX board's HMC) HGX-22.10-1-rc77, HGX_FW_FPGA_0 2.53, HGX_FW_NVSwitch_0..3 96.10.69.00.01, PSU_0..5
+# 0204.0201.0204. The BIOS and BMC versions stay the model's own (``BIOS``, ``BMC``), so that dmidecode, ipmitool
+# and Redfish agree.
+CPLD = {"CPLDMB_0": "0.2.1.8", "CPLDMID_0": "0.2.1.1"}
+HGX_FIRMWARE = {"HGX_FW_BMC_0": "HGX-22.10-1-rc77", "HGX_FW_FPGA_0": "2.53"}
+NVSWITCH_FIRMWARE = "96.10.69.00.01"
+# NVSwitch chips on the GPU board: an HGX H100/H200 8-GPU board has four (HGX_FW_NVSwitch_0..3 above); the other
+# profiles' boards are left without NVSwitch firmware entries (no public capture of their names).
+NVSWITCHES = {"h100-sxm5-80g-ndr": 4, "h200-sxm-141g-ndr": 4}
+# DGX H100/H200: six power supplies of 3,300 W each (200-240 V), 4+2 redundancy, at least three needed to boot
+# (DGX H100/H200 user guide, "Power Specifications", as quoted by https://unanswered.io/guide/nvidia-dgx-power-
+# consumption-watts; six PSU_N firmware entries in the nvfwupd capture above). Other profiles reuse the figures.
+PSU: dict = {"count": 6, "capacity_W": 3300, "min_needed": 4, "firmware": "0204.0201.0204", "model": "PSU 3300W"}
+# Fans: the simulator's own count and speed (no public DGX capture lists the fan sensors); 12 modules at about
+# half speed when idle.
+FANS: dict = {"count": 12, "speed_RPM": 7800, "max_RPM": 16000}
+# Temperature sensors and thresholds: inlet air (DGX H100 user guide: operating temperature 5-30 C; caution and
+# critical above it are the simulator's own), and per GPU the H100 SXM5 slowdown at 87 C (the profile's gpu_health
+# reference) as UpperCritical and the burn-in gate of 85 C as UpperCaution.
+INLET = {"reading_C": 24.0, "upper_caution_C": 30.0, "upper_critical_C": 35.0}
+GPU_TEMP = {"upper_caution_C": 85.0, "upper_critical_C": 87.0}
+
 # The cpufreq governor a provisioned GPU node runs (NVIDIA's DGX OS and most GPU cluster guides set
 # "performance"; Linux Documentation/admin-guide/pm/cpufreq.rst names the governors).
 GOVERNOR = "performance"
@@ -97,6 +122,24 @@ def node(profile: dict, hostname: str, arch: str = "x86_64") -> dict:
         "bmc": dict(BMC, aux_firmware_revision=list(BMC["aux_firmware_revision"])),
         "iommu": "passthrough", "root_uuid": root_uuid, "kernel_cmdline": cmdline("passthrough", root_uuid, arch),
         "cpu_governor": GOVERNOR, "modules": modules,
+        "platform": platform(profile),
+    }
+
+
+def platform(profile: dict) -> dict:
+    """What the node's BMC reports beside the GPUs: CPLD and HGX firmware, NVSwitches, PSUs, fans, inlet sensor."""
+    switches = NVSWITCHES.get(str(profile.get("name")), 0)
+    return {
+        "cpld": dict(CPLD),
+        "hgx_firmware": dict(HGX_FIRMWARE) if switches else {},
+        "nvswitches": [{"index": i, "firmware": NVSWITCH_FIRMWARE} for i in range(switches)],
+        "psus": [{"index": i, "capacity_W": PSU["capacity_W"], "firmware": PSU["firmware"], "model": PSU["model"],
+                  "present": True, "health": "OK"} for i in range(PSU["count"])],
+        "psu_min_needed": PSU["min_needed"],
+        "fans": [{"index": i, "speed_RPM": FANS["speed_RPM"], "max_RPM": FANS["max_RPM"], "health": "OK"}
+                 for i in range(FANS["count"])],
+        "inlet": dict(INLET),
+        "gpu_temp": dict(GPU_TEMP),
     }
 
 

@@ -10,6 +10,7 @@ checking on.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import importlib.util
 import ipaddress
@@ -195,6 +196,9 @@ def up(inventory_dir: Path, nodes: int, profile_name: str, address_base: str = D
         indent=1))
     with ThreadPoolExecutor(START_WORKERS) as pool:
         list(pool.map(_wait_ssh, started))
+    from provision.sim.bmc import daemon as bmc_daemon
+
+    bmc_daemon.start(sdir, started)
     _write_inventory(inventory_dir, started, plan, profile.name, repo_url)
     log(f"sim: {len(started)} node{'s' if len(started) > 1 else ''} of {profile.name} up "
         f"({addresses[0]}..{addresses[-1]}; {', '.join(sorted(set(plan)))}), package repository at {repo_url}, "
@@ -304,6 +308,9 @@ def _stop(sdir: Path) -> int:
     """Stop the nodes and the repository of the state folder ``sdir``, then delete it."""
     if not sdir.is_dir():
         return 0
+    from provision.sim.bmc import daemon as bmc_daemon
+
+    bmc_daemon.stop(sdir)  # first: it may power a node on while the others stop
     nodes = _read_nodes(sdir)
     _kill(nodes)
     repo.stop(sdir / "repo")
@@ -336,11 +343,67 @@ def _kill(nodes: list[SimNode]) -> None:
 
 def status(inventory_dir: Path) -> list[dict]:
     """One row per node: name, address, pid, running, ssh port open."""
+    from provision.sim.bmc import daemon as bmc_daemon
+
     rows = []
+    daemon_up = bool(bmc_daemon.running(state_dir(inventory_dir)))
     for node in load_nodes(inventory_dir):
+        bmc = bmc_daemon.address_of(node.address)
         rows.append({"name": node.name, "address": node.address, "pid": node.pid, "supervisor": node.supervisor,
-                     "running": node.alive(), "ssh": _port_open(node.address)})
+                     "running": node.alive(), "ssh": _port_open(node.address), "bmc_address": bmc,
+                     "bmc": daemon_up and _port_open(bmc, bmc_daemon.PORT)})
     return rows
+
+
+@contextlib.contextmanager
+def _rack_lock(sdir: Path):
+    """Hold the rack's lock (``rack.lock`` in its state folder) while rack.json changes."""
+    with open(sdir / "rack.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _named(sdir: Path, name: str) -> SimNode:
+    node = next((n for n in _read_nodes(sdir) if n.name == name), None)
+    if node is None:
+        raise ProvisionError(f"{sdir}: no simulated node {name!r}")
+    return node
+
+
+def stop_node(sdir: Path, name: str) -> None:
+    """Power node ``name`` of the rack in ``sdir`` off, as ``sim down`` stops a node but keeping its upper dir
+    (its disk); a frozen node (``node_hung``) is thawed first so that nothing of it is left stopped."""
+    with _rack_lock(sdir):
+        node = _named(sdir, name)
+        if node.cgroup:
+            with contextlib.suppress(OSError):
+                (Path(node.cgroup) / "cgroup.freeze").write_text("0")
+        _kill([node])
+
+
+def start_node(sdir: Path, name: str) -> SimNode:
+    """Power node ``name`` of the rack in ``sdir`` on: boot it from its upper dir under a new supervisor (a new
+    boot id, node-init.sh) and record that supervisor in rack.json. A node already running stays as it is.
+    Raises ProvisionError, RunnerError."""
+    with _rack_lock(sdir):
+        node = _named(sdir, name)
+        if node.alive():
+            return node
+        cgroup = Path(node.cgroup) if node.cgroup else cgroups.rack_folder(sdir) / name
+        started = _start(sdir / "nodes" / name, sim_base.base_path(), name, node.address,
+                         sdir / "logs" / f"{name}.log", cgroup)
+        path = sdir / "rack.json"
+        data = json.loads(path.read_text())
+        for row in data["nodes"]:
+            if row["name"] == name:
+                row.update(supervisor=started.supervisor, cgroup=started.cgroup)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(path)
+    return started
 
 
 def _prepare_upper(upper: Path, index: int, profile, client_pub: str, names: list[str], addresses: list[str]) -> str:
@@ -581,12 +644,26 @@ def _write_inventory(inventory_dir: Path, nodes: list[SimNode], plan: list[str],
         },
         "children": {"gpu_nodes": {"hosts": {n.name: {"ansible_host": n.address, "provision_sim_os": o,
                                                       "provision_os": PLAN_TARGETS.get(o, o),
-                                                      **nvlink_domain_vars(profile, i)}
+                                                      **nvlink_domain_vars(profile, i), **bmc_vars(sdir, n)}
                                              for i, (n, o) in enumerate(zip(nodes, plan))}}},
     }}
     header = "---\n# Written by `provision sim up`: the simulated rack now running. Do not edit.\n"
     (inventory_dir / "hosts.yml").write_text(header + yaml.dump(data, Dumper=_InventoryDumper, sort_keys=False,
                                                                 width=INVENTORY_WIDTH))
+
+
+def bmc_vars(sdir: Path, node: SimNode) -> dict:
+    """The host vars that reach ``node``'s simulated BMC (provision/sim/bmc/daemon.py): Redfish at its BMC address,
+    user admin, the rack's password file and CA, and where the node keeps its boot id; {} for a rack without BMCs
+    (no ``bmc/password`` in its state folder: ``bmc_daemon.start`` writes it before the inventory)."""
+    from provision.sim.bmc import daemon as bmc_daemon
+
+    folder = bmc_daemon.folder(sdir)
+    if not (folder / "password").is_file():
+        return {}
+    return {"provision_bmc_address": bmc_daemon.address_of(node.address), "provision_bmc_protocol": "redfish",
+            "provision_bmc_username": "admin", "provision_bmc_password_file": str(folder / "password"),
+            "provision_bmc_ca_file": str(folder / "ca.pem"), "provision_boot_id_path": "/run/provision-sim/boot_id"}
 
 
 def nvlink_domain_vars(profile: str, index: int) -> dict:

@@ -207,7 +207,7 @@ def _check_fault(where: str, item: object) -> None:
     """One fault item: a mapping with a known ``kind`` and optional ``device``, ``value``."""
     if not isinstance(item, dict) or "kind" not in item or set(item) - FAULT_KEYS:
         raise ProvisionError(f"{where}: must be a mapping with kind and optional device, value")
-    known = [*faults.KINDS, *faults.FABRIC_KINDS]
+    known = [*faults.KINDS, *faults.FABRIC_KINDS, *faults.bf.BMC_KINDS]
     if not isinstance(item["kind"], str) or item["kind"] not in known:
         raise ProvisionError(f"{where}.kind: unknown fault {item['kind']!r} (known: {', '.join(known)})")
     for key in ("device", "value"):
