@@ -5,7 +5,8 @@ Exit statuses (``provision.errors.ExitStatus``): 0 every node passed, 1 some nod
 errored, 2 bad usage or bad input (one line naming file, host and field), 3 the
 orchestration itself broke, 4 a program is missing, 5 a result file could not be written, 6 hosts taken
 by another run, 7 not failed but not known to work (``UNCHECKED``: a stack outside plan's tables;
-``UNTESTED``: a burn-in's coverage gap).
+``UNTESTED``: a burn-in's coverage gap), 8 a BMC did not answer or refused (``provision bmc``), 9 a power
+action not confirmed (no --yes without a terminal).
 ``--traceback`` re-raises for debugging.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ COMMANDS = {  # verb -> its module, whose main(args) runs it
     "plan": "provision.commands.plan", "merge": "provision.commands.merge", "sim": "provision.commands.sim",
     "evaluate": "provision.commands.evaluate", "inventory": "provision.commands.inventory",
     "checks": "provision.commands.checks", "parse": "provision.commands.parse", "fabric": "provision.commands.fabric",
-    "history": "provision.commands.history", "report": "provision.commands.report",
+    "history": "provision.commands.history", "report": "provision.commands.report", "bmc": "provision.commands.bmc",
 }
 
 
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                            "gpu-burn, DCGM level 3, full IB pair schedule); less the profile's exclude_checks; not "
                            "with --checks")
             _history_option(c)
+            _bmc_run_options(c)
         if name == "burnin":
             _local_options(c)
         if name != "burnin":
@@ -115,7 +117,37 @@ def _parser() -> argparse.ArgumentParser:
     fab.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
     _history_parser(sub)
     _report_parser(sub)
+    _bmc_parser(sub)
     return p
+
+
+def _bmc_run_options(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--insecure-bmc", action="store_true", help="do not verify the BMCs' TLS certificates (said in "
+                   "the run); default: verified against provision_bmc_ca_file, else the system's trust store")
+    c.add_argument("--recover", action="store_true", help="power-cycle through its BMC a node that stopped "
+                   "answering SSH during the burn-in, confirmed by a new boot id over SSH, and run its checks "
+                   "again; never a node that answers, never one without a BMC in the inventory")
+
+
+def _bmc_parser(sub) -> None:
+    bmc = sub.add_parser("bmc", help="the nodes' BMCs, out of band (Redfish, else IPMI): status, power, event "
+                         "log, firmware inventory, sensors")
+    bmc.add_argument("what", choices=("status", "power", "log", "inventory", "sensors"))
+    bmc.add_argument("action", nargs="?", choices=("on", "off", "cycle", "reset"), help="with power: the action")
+    _inventory_options(bmc, required=True)
+    bmc.add_argument("--limit", help="comma-separated host names or groups (Ansible patterns)")
+    bmc.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bmc.add_argument("--since", metavar="ISO", help="log: entries at or after this ISO date or time (UTC unless "
+                     "it names a zone)")
+    bmc.add_argument("--batch", type=int, metavar="N", help="power: N nodes at a time (default: a quarter of the "
+                     "rack budget, provision_plan.rack.budget_kW, over the profile's power.node_max_W; else 1)")
+    bmc.add_argument("--stagger", type=float, metavar="SECONDS", help="power: wait between batches (default 10)")
+    bmc.add_argument("--yes", action="store_true", help="power: do it without asking (needed without a terminal)")
+    bmc.add_argument("--insecure-bmc", action="store_true", help="do not verify the BMCs' TLS certificates "
+                     "(said in the output)")
+    bmc.add_argument("--timeout", type=float, metavar="SECONDS", help="one BMC request (default 30)")
+    bmc.add_argument("--confirm-timeout", type=float, metavar="SECONDS", help="power: how long a node has to go "
+                     "down (off) or come back with a new boot id over SSH (default 600)")
 
 
 def _report_parser(sub) -> None:

@@ -30,6 +30,10 @@ class ExitStatus(enum.IntEnum):
     where nothing failed or errored but part of what was asked could not be tested (a coverage gap: a
     leaf-spine cable no test carried traffic over, a host no cluster test could pair); not a failure and
     not a full pass, as pytest's 5 (no tests collected) is neither (``provision.results.coverage``).
+    BMC_FAILED: a node's BMC did not answer, refused the login or answered what is not Redfish (or ipmitool
+    failed): one line per host naming its BMC address (``provision bmc``; ``BmcError``).
+    NOT_CONFIRMED: a power action was asked without --yes where no one can confirm it (stdin not a terminal),
+    or the person at the terminal declined; nothing was powered.
     INTERRUPTED, TERMINATED: stopped by SIGINT or SIGTERM (128 + the signal, as shells report
     it), after writing the results gathered so far.
     """
@@ -43,6 +47,8 @@ class ExitStatus(enum.IntEnum):
     BUSY = 6
     UNCHECKED = 7
     UNTESTED = 7  # an alias of UNCHECKED (docstring)
+    BMC_FAILED = 8
+    NOT_CONFIRMED = 9
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -69,6 +75,20 @@ class CommandError(ProvisionError):
     """A command on a node could not be run (connection refused, timeout)."""
 
     exit_status = ExitStatus.RUNNER
+
+
+class BmcError(ProvisionError):
+    """A node's BMC could not be used: one line "HOST: BMC ADDRESS: what" (refused login, TLS verification,
+    no answer within the timeout, not Redfish JSON, an answer over the size cap, an action refused). Never holds
+    the password or a session token."""
+
+    exit_status = ExitStatus.BMC_FAILED
+
+
+class NotConfirmedError(ProvisionError):
+    """A power action was not confirmed (no --yes and no terminal to ask, or the answer was no)."""
+
+    exit_status = ExitStatus.NOT_CONFIRMED
 
 
 class RunnerError(ProvisionError):

@@ -28,6 +28,7 @@ _SETUP, _SIM = "make setup", "make sim-base"
 # gpg-agent, which signing needs.
 PACKAGES: dict[str, Package] = {
     "ssh": Package("openssh-client", _SETUP),  # Ansible's connection; `ssh -G` (provision/engine/sshconfig.py)
+    "ipmitool": Package("ipmitool", _SETUP),  # a BMC over IPMI (provision/bmc/ipmi.py)
     "scontrol": Package("slurm-client", "make test"),  # `burnin --drain slurm`; a Slurm site has it
     "debootstrap": Package("debootstrap", _SIM),
     "chroot": Package("coreutils", _SETUP),

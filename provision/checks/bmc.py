@@ -11,6 +11,10 @@ run's start: ``Severity`` OK/Warning/Critical, ``Message``, ``SensorType``; DSP0
 (``redfish-sensors``: the chassis's Sensor members with their ``Thresholds``, its PowerSubsystem's PowerSupplies and
 ThermalSubsystem's Fans; DSP0268 Sensor, PowerSupply, Fan).
 
+It runs after the node's other checks (order 95, after gpu_stress), so that its event-log window, from the run's start,
+holds what the BMC logged while the GPUs were under stress (a power supply dropping under load, a GPU over its
+temperature limit, a GPU fallen off the bus).
+
 Judges, each against what the BMC itself states (no threshold of ours; the BMC's are the vendor's for that board):
 - the system's ``Status.Health`` and the BMC's own: OK passes; Warning or Critical fails (BMC_HEALTH), as DCGM's and
   NVIDIA's ``dpsctl verify bmc-health`` treat a BMC-reported fault as the node's;
@@ -24,6 +28,7 @@ Judges, each against what the BMC itself states (no threshold of ours; the BMC's
 """
 from __future__ import annotations
 
+from provision.checks import faults
 from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
 
 HEALTH, SEL, SENSOR, PSU, FAN = "BMC_HEALTH", "SEL_CRITICAL", "SENSOR_CRITICAL", "PSU_FAILED", "FAN_FAILED"
@@ -38,7 +43,7 @@ def steps(profile, host) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     status, sel, sensors = ctx.parsed["status"], ctx.parsed["sel"], ctx.parsed["sensors"]
-    return (_status(status) + _sel(sel.get("entries") or []) + _sensors(sensors.get("sensors") or [])
+    return (_status(status) + _sel(sel.get("entries") or [], sel.get("since")) + _sensors(sensors.get("sensors") or [])
             + _units("psu", PSU, sensors.get("power_supplies") or []) + _units("fan", FAN, sensors.get("fans") or []))
 
 
@@ -47,20 +52,20 @@ def _status(status: dict) -> list[Finding]:
     for device, health in (("system", status.get("health")), ("BMC", status.get("manager_health"))):
         if health is None and device == "BMC":
             continue
-        out.append(Finding(device=device, metric="health", value=health, ok=health == "OK", expected="OK",
-                           fault=HEALTH if health != "OK" else ""))
+        out.append(_finding(device, "health", health, health == "OK", HEALTH, expected="OK"))
     return out
 
 
-def _sel(entries: list[dict]) -> list[Finding]:
+def _sel(entries: list[dict], since: str | None) -> list[Finding]:
     critical = [e for e in entries if e.get("severity") == "Critical"]
-    out = [Finding(device="SEL", metric="sel_critical_entries", value=len(critical), ok=not critical, expected=0,
-                   detail=f"{len(entries)} entries since the run began")]
+    out = [_finding("SEL", "sel_critical_entries", len(critical), not critical, SEL, expected=0,
+                    detail=f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} since "
+                           f"{since or 'the log began'}")]
     for entry in critical:
-        out.append(Finding(device=entry.get("sensor") or entry.get("sensor_type") or "SEL", metric="sel_entry",
-                           value=entry.get("message"), ok=False, fault=SEL,
-                           detail=f"{entry.get('created')} {entry.get('severity')}"
-                                  + (f" ({entry.get('sensor_type')})" if entry.get("sensor_type") else "")))
+        out.append(_finding(entry.get("sensor") or entry.get("sensor_type") or "SEL", "sel_entry",
+                            entry.get("message"), False, SEL,
+                            detail=f"{entry.get('created')} {entry.get('severity')}"
+                                   + (f" ({entry.get('sensor_type')})" if entry.get("sensor_type") else "")))
     out += [Finding(device=e.get("sensor") or "SEL", metric="sel_entry", value=e.get("message"), ok=True,
                     detail=f"{e.get('created')} Warning") for e in entries if e.get("severity") == "Warning"]
     return out
@@ -81,9 +86,9 @@ def _sensors(sensors: list[dict]) -> list[Finding]:
             ("below caution", sensor.get("lower_caution"), lambda r, t: r <= t)) if limit is not None and beyond(
                 reading, limit)]
         limits = ", ".join(f"{w} {v}" for w, v in (("lower critical", low), ("upper critical", high)) if v is not None)
-        out.append(Finding(device=name, metric=f"{(sensor.get('type') or 'sensor').lower()}_reading", value=reading,
-                           unit=sensor.get("units") or "", ok=not past, fault=SENSOR if past else "",
-                           detail="; ".join(filter(None, [limits and f"BMC's thresholds: {limits}",
+        out.append(_finding(name, f"{(sensor.get('type') or 'sensor').lower()}_reading", reading, not past, SENSOR,
+                            unit=sensor.get("units") or "",
+                            detail="; ".join(filter(None, [limits and f"BMC's thresholds: {limits}",
                                                           f"health {sensor.get('health')}", *caution]))))
     return out
 
@@ -92,18 +97,23 @@ def _units(kind: str, fault: str, units: list[dict]) -> list[Finding]:
     out = []
     for unit in units:
         bad = unit.get("health") not in ("OK", None) or unit.get("state") in BAD_STATES
-        out.append(Finding(device=unit.get("name") or unit.get("id"), metric=f"{kind}_health",
-                           value=unit.get("health") or unit.get("state"), ok=not bad, expected="OK",
-                           fault=fault if bad else "", detail=f"state {unit.get('state')}"))
+        value = unit.get("health") or unit.get("state")
+        out.append(_finding(unit.get("name") or unit.get("id"), f"{kind}_health", value, not bad, fault, expected="OK",
+                            detail=f"state {unit.get('state')}"))
     if kind == "psu" and units:
         healthy = sum(1 for f in out if f.ok)
-        out.append(Finding(device="PSUs", metric="psus_healthy", value=healthy, ok=healthy == len(units),
-                           expected=len(units), fault=fault if healthy < len(units) else "",
-                           detail=f"{healthy} of {len(units)} power supplies healthy"))
+        out.append(_finding("PSUs", "psus_healthy", healthy, healthy == len(units), fault, expected=len(units),
+                            detail=f"{healthy} of {len(units)} power supplies healthy"))
     return out
 
 
-CHECK = Check(id="bmc", tool="the node's BMC (Redfish)", steps=steps, judge=judge, order=3,
+def _finding(device, metric: str, value, ok: bool, code: str, **more) -> Finding:
+    """A finding that carries ``code`` and its catalogued action when it fails."""
+    return Finding(device=str(device), metric=metric, value=value, ok=ok, fault="" if ok else code,
+                   action="" if ok else faults.action(code), **more)
+
+
+CHECK = Check(id="bmc", tool="the node's BMC (Redfish)", steps=steps, judge=judge, order=95,
               placement=Placement(out_of_band=True),
               budget=Budget(timeout_s=60, sets=("quick", "deep")),
               data=Data(metrics={"sel_critical_entries": "", "psus_healthy": ""}))

@@ -7,6 +7,8 @@ Inventory values never become paths or code. Host and group names must be ``SAFE
 (they name raw output files and JUnit suites); ``provision_profile`` is the name of a bundled
 profile, never a path; ``provision_check_timeouts`` maps check ids to positive finite seconds, each
 id one the registry knows (a misspelt id would leave its check at the default timeout unnoticed).
+A host's BMC variables (``provision_bmc_*``, ``provision_boot_id_path``) are templated and checked for every host
+that sets them (``bmcvars``): protocol, address, username, one password source, its file's mode, the CA file.
 
 A GPU node's host key is always checked. Refused: an ``ansible_host_key_checking`` (or the
 ssh or paramiko plugin's own variable) that is false; ssh args that disable strict checking,
@@ -31,7 +33,7 @@ from provision import checks, external, profiles
 from provision.checks import references
 from provision.errors import MissingProgramError, ProfileError
 from provision.profiles import Profile
-from provision.inventory import sshargs
+from provision.inventory import bmcvars, sshargs
 from provision.inventory.model import NVLINK_DOMAIN_VAR, Host, Problem
 from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
 
@@ -110,7 +112,8 @@ def build(session: Session, ansible_host) -> tuple[Host, Profile | None]:
         raise f.problem(field, f"field '{field}' is not a port number (1-65535): {port!r}")
     profile = _profile(f)
     host_vars = {k: v for k, v in f.vars.items() if k not in INTERNAL_VARS}
-    host_vars.update({k: f.get((k,))[1] for k in TEMPLATED if k in f.vars})
+    host_vars.update({k: f.get((k,))[1] for k in TEMPLATED + bmcvars.VARIABLES if k in f.vars})
+    bmcvars.check(f, host_vars)
     view = None
     if profile is not None:
         view = _check_profile(f, profile, host_vars)

@@ -1,7 +1,8 @@
 """Tool-output parsers: one module per tool format, each with a pure ``parse(text)``.
 
 Each parser module declares ``TOOLS``, the tool names of the ``provision parse TOOL
-FILE`` contract (tests/data/samples/CONTRACT.md) whose output its ``parse`` reads.
+FILE`` contract (tests/data/samples/CONTRACT.md) whose output its ``parse`` reads; a module that reads
+several formats maps each of its tool names to its own function in ``PARSES`` (``redfish``: one per BMC read).
 The modules are found, not listed: every module here not starting with ``_`` is a
 parser (``_``-prefixed ones are shared helpers), and ``PARSERS`` maps each declared
 tool name to its parse function. Two modules claiming one name, or a parser module
@@ -52,7 +53,7 @@ def _registry(modules: list[ModuleType]) -> dict[str, Parser]:
             if tool in owners:
                 raise ValueError(f"tool {tool!r} is claimed by both {owners[tool]} and {module.__name__}")
             owners[tool] = module.__name__
-            parsers[tool] = parse
+            parsers[tool] = getattr(module, "PARSES", {}).get(tool, parse)
     return parsers
 
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import json
 import os
 import secrets
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -26,10 +24,6 @@ import yaml
 
 from provision.errors import ProvisionError, RunnerError
 from provision.sim.bmc import tls
-from provision.sim.bmc.power import RackPower, Switch
-from provision.sim.bmc.sel import Sel
-from provision.sim.bmc.node import BmcNode
-from provision.sim.bmc.service import BmcServer, context
 
 PORT = 443
 FOLDER = "bmc"
@@ -78,7 +72,7 @@ def start(sdir: Path, nodes: list, port: int = PORT) -> None:
     root = str(Path(__file__).resolve().parents[3])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     with open(bmc_dir / "daemon.log", "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "provision.sim.bmc.daemon", str(sdir), str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "provision.sim.bmcd", str(sdir), str(port)],
                                 stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     (bmc_dir / "daemon.pid").write_text(f"{proc.pid}\n")
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -126,7 +120,7 @@ def _accepts(address: str, port: int) -> bool:
         return False
 
 
-class _Cached:
+class Cached:
     """A file's parsed content, parsed again only when its mtime changes."""
 
     def __init__(self, path: Path, parse, default) -> None:
@@ -143,65 +137,3 @@ class _Cached:
             with contextlib.suppress(OSError, ValueError, yaml.YAMLError):
                 self.value, self.stamp = self.parse(self.path.read_text()), stamp
         return self.value
-
-
-def bmc_nodes(sdir: Path) -> list[tuple[BmcNode, str]]:
-    """(BMC, address) of every node of the rack in ``sdir``."""
-    from provision.sim import rack
-
-    secret = password(sdir)
-    faults = _Cached(sdir / "faults.json", json.loads, {})
-    out = []
-    for node in rack._read_nodes(sdir):
-        model = _Cached(sdir / "nodes" / node.name / MODEL, yaml.safe_load, {})
-        sel = Sel(folder(sdir), node.name)
-        uuid = str((model.get().get("system") or {}).get("uuid") or "00000000-0000-0000-0000-000000000000")
-
-        def active(name: str = node.name) -> dict:
-            return {r["kind"]: r for r in (faults.get().get(name) or [])}
-
-        out.append((BmcNode(node.name, model.get, Switch(RackPower(sdir, node.name), sel), sel, active, secret, uuid),
-                    address_of(node.address)))
-    return out
-
-
-def _reap() -> None:
-    """Reap the node supervisors this daemon booted (their exit status is of no use here)."""
-    while True:
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        time.sleep(0.2)
-
-
-def serve(sdir: Path, port: int = PORT) -> list[BmcServer]:
-    """Start every BMC of the rack in ``sdir`` in threads; return their servers."""
-    servers = []
-    bmc_dir = folder(sdir)
-    for bmc, address in bmc_nodes(sdir):
-        contexts = (context(str(bmc_dir / f"{bmc.name}.pem"), str(bmc_dir / f"{bmc.name}.key")),
-                    context(str(bmc_dir / f"{bmc.name}-expired.pem"), str(bmc_dir / f"{bmc.name}-expired.key")))
-        server = BmcServer(bmc, address, port, contexts)
-        threading.Thread(target=server.serve_forever, name=f"bmc-{bmc.name}", daemon=True).start()
-        servers.append(server)
-    return servers
-
-
-def main(argv: list[str]) -> int:
-    sdir, port = Path(argv[0]), int(argv[1]) if len(argv) > 1 else PORT
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    threading.Thread(target=_reap, name="reaper", daemon=True).start()
-    servers = serve(sdir, port)
-    print(f"bmc daemon: {len(servers)} BMCs on port {port}", flush=True)
-    try:
-        from provision.sim.bmc import ipmi
-
-        ipmi.serve([s.bmc for s in servers], [str(s.server_address[0]) for s in servers])
-    except (ImportError, OSError) as exc:  # the Redfish BMCs still serve
-        print(f"bmc daemon: no IPMI endpoint ({exc})", flush=True)
-    while True:
-        time.sleep(3600)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

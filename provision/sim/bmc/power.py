@@ -1,11 +1,11 @@
 """What a simulated BMC switches: a node's power, behind one small protocol so that the Redfish service runs over a
-real rack node (``RackPower``: ``rack.stop_node``/``rack.start_node``) or over nothing at all (``FakePower``, for a
-fast service test), and the transitions every Reset makes (DSP0268 ComputerSystem ResetType semantics).
+real rack node (``provision.sim.bmcd.RackPower``: ``rack.stop_node``/``rack.start_node``) or over nothing at all
+(``FakePower``, for a fast service test), and the transitions every Reset makes (DSP0268 ComputerSystem ResetType
+semantics).
 """
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Protocol
 
 from provision.sim.bmc.sel import Sel
@@ -34,30 +34,6 @@ class FakePower:
 
     def off(self) -> None:
         self.is_on = False
-
-
-class RackPower:
-    """The power of node ``name`` of the rack whose state folder is ``sdir``: off stops its supervisor and cgroup
-    (keeping its upper dir), on boots it again with a new boot id (``rack.start_node``)."""
-
-    def __init__(self, sdir: Path, name: str) -> None:
-        self.sdir, self.name = sdir, name
-
-    def state(self) -> str:
-        from provision.sim import rack
-
-        node = next((n for n in rack._read_nodes(self.sdir) if n.name == self.name), None)
-        return "On" if node is not None and node.alive() else "Off"
-
-    def on(self) -> None:
-        from provision.sim import rack
-
-        rack.start_node(self.sdir, self.name)
-
-    def off(self) -> None:
-        from provision.sim import rack
-
-        rack.stop_node(self.sdir, self.name)
 
 
 def transitions(reset_type: str, state: str) -> list[str]:

@@ -120,7 +120,7 @@ def test_a_manifest_lists_the_versions_a_rolling_update_allows():
 
 
 @pytest.mark.parametrize("manifest, message", [
-    ({"vbois": "1"}, "provision_firmware.vbois: unknown key (known: bios, bmc, driver, gsp, hca_board_id"),
+    ({"vbois": "1"}, "provision_firmware.vbois: unknown key (known: bios, bios_fw, bmc, bmc_fw, cpld, driver, gpu_fw"),
     ({"vbios": []}, "provision_firmware.vbios"),
     ({"bmc": 3.10}, "provision_firmware.bmc: 3.1 is a number to YAML: quote the version"),
     ({"hca_fw": ["28.39.1002", 28.4]}, "provision_firmware.hca_fw: 28.4 is a number to YAML"),
@@ -132,7 +132,7 @@ def test_a_bad_manifest_is_one_line_naming_the_host_and_field(manifest, message)
 
 
 def test_every_field_has_a_level_and_a_description():
-    assert all(level in ("GPU", "HCA", "node") and what for level, what in versions.FIELDS.values())
+    assert all(level in ("GPU", "HCA", "NVSwitch", "CPLD", "node") and what for level, what in versions.FIELDS.values())
 
 
 def test_the_manifests_schema_names_exactly_the_fields_the_checks_read():

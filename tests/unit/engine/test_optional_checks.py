@@ -12,7 +12,7 @@ class _Engine:
     planned: list[str] = []
 
     def __init__(self, *args, **kwargs) -> None:
-        self.cluster = None
+        self.cluster, self.power_actions = None, []
 
     def run(self, checks, *args):
         _Engine.planned = [c.id for c in checks]

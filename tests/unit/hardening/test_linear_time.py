@@ -81,6 +81,10 @@ LEAD_INS = {
     "ipmi_aux": "Firmware Revision         : 1.74\nAux Firmware Rev Info     :\n    ",
     "proc_module": "nvidia 54300672 67 ",
     "grep_path": "/sys/kernel/iommu_groups/7/type:",
+    "redfish_status": '{"protocol": "redfish", "what": "status", "system": {"PowerState": "',
+    "redfish_sel": '{"protocol": "redfish", "what": "sel", "entries": [{"Severity": "Critical", "Message": "',
+    "redfish_sensors": '{"protocol": "redfish", "what": "sensors", "sensors": [{"Id": "t", "Reading": ',
+    "redfish_firmware": '{"protocol": "redfish", "what": "firmware", "firmware": [{"Id": "BMC", "Version": "',
     "ibnet_port": 'Switch 36 "S-e41d2d030003e470" # "x" base port 0 lid 1 lmc 0\n[1]\t"S-e41d2d030003e470"[2]\t# ',
 }
 # Parser -> its lead-ins (each parser also reads the bare line).
@@ -102,6 +106,8 @@ READS = {
     "dcgmi-mndiag": ["mndiag_meta", "mndiag_host"],
     "dmidecode": ["dmi_bios"], "ipmitool-mc-info": ["ipmi_mc", "ipmi_aux"], "uname-r": [], "proc-cmdline": [],
     "proc-modules": ["proc_module"], "grep-h": ["grep_path"],
+    "redfish-status": ["redfish_status"], "redfish-sel": ["redfish_sel"], "redfish-sensors": ["redfish_sensors"],
+    "redfish-firmware": ["redfish_firmware"],
 }
 
 

@@ -40,7 +40,7 @@ def error_lines(proc):
      "gpu.yml:2: host node1: provision_regression.as: "),
     # the firmware manifest (issue 33): its own file and line, not another site fact's
     ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_firmware: {vbois: 96.00.74.00.01}\n",
-     "gpu.yml:2: host node1: provision_firmware.vbois: unknown key (known: bios, bmc, "),
+     "gpu.yml:2: host node1: provision_firmware.vbois: unknown key (known: bios, bios_fw, bmc, "),
     ("[gpu]\nnode1\n", "provision_profile: h100-sxm5-80g-ndr\nprovision_firmware: {bmc: 24.09}\n",
      "gpu.yml:2: host node1: provision_firmware.bmc: 24.09 is a number to YAML: quote the version"),
     ("[gpu]\nnode1\n", "provision_profile: gb200-nvl72\nprovision_nvlink_domain: [rack1]\n",

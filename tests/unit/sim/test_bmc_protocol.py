@@ -1,8 +1,8 @@
 """DMTF's Redfish Protocol Validator (redfish-protocol-validator, console script ``rf_protocol_validator``) against
 one simulated BMC served standalone: DSP0266's protocol assertions (methods and their status codes, headers such as
 Allow, ETag, Link, OData-Version, Cache-Control, sessions and Basic authentication, predefined roles, TLS) pass with
-no failure and no warning. The validator is not a project dependency: the test runs where ``rf_protocol_validator``
-is installed beside this Python or on PATH, and is skipped elsewhere. Its connections are only to the BMC's
+no failure and no warning. The validator is a dev dependency (pyproject.toml), installed beside this Python. Its
+connections are only to the BMC's
 loopback address (``--ca-bundle`` and REQUESTS_CA_BUNDLE: the validator's unauthenticated requests use requests'
 default trust, so both are needed for verification to succeed); it takes about 24 s.
 """
@@ -11,12 +11,9 @@ from __future__ import annotations
 import copy
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from provision.sim import hwmodel
 from provision.sim.bmc import standalone
@@ -25,12 +22,9 @@ ADDRESS = "127.100.250.11"
 SUMMARY = re.compile(r"Summary - PASS: (\d+), WARN: (\d+), FAIL: (\d+), NOT_TESTED: (\d+)")
 
 
-def validator() -> str | None:
-    beside = Path(sys.executable).with_name("rf_protocol_validator")
-    return str(beside) if beside.is_file() else shutil.which("rf_protocol_validator")
+VALIDATOR = Path(sys.executable).with_name("rf_protocol_validator")
 
 
-@pytest.mark.skipif(validator() is None, reason="redfish-protocol-validator is not installed")
 def test_protocol_validator_finds_no_failure(tmp_path, profile):
     model = hwmodel.build(copy.deepcopy(profile), "node01", 0)
     server = standalone.serve(model, ADDRESS, tmp_path / "bmc", "protocol-password")
@@ -38,7 +32,7 @@ def test_protocol_validator_finds_no_failure(tmp_path, profile):
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     try:
         done = subprocess.run(
-            [str(validator()), "--rhost", f"https://{ADDRESS}:{server.server_address[1]}", "--user", "admin",
+            [str(VALIDATOR), "--rhost", f"https://{ADDRESS}:{server.server_address[1]}", "--user", "admin",
              "--password", "protocol-password", "--ca-bundle", ca, "--report-dir", str(tmp_path / "report"),
              "--report-type", "tsv", "--avoid-http-redirect", "--config", str(tmp_path / "no-config.ini")],
             cwd=tmp_path, env={**env, "NO_PROXY": "*", "REQUESTS_CA_BUNDLE": ca}, capture_output=True, text=True,
