@@ -1,7 +1,8 @@
 """The burn-in engine's way to the nodes' BMCs (``provision.engine.outofband.OutOfBand``), over this package.
 
-``BmcAccess(insecure, since, boot_id_of)``: ``connect(host)`` gives the ``BmcConnection`` the ``bmc`` check's steps
-run through (its SEL answer carries ``since``, the run's start, which the check judges from); ``view(host)`` the one
+``BmcAccess(insecure, since, boot_id_of)``: ``connect(host, booted)`` gives the ``BmcConnection`` the ``bmc`` check's
+steps run through (its SEL answer carries ``since``: the node's last boot or the run's start, whichever is earlier,
+which the check judges from); ``view(host)`` the one
 line a lost node's findings carry; ``power_cycle(hosts, say)`` the recovery's power cycle (``provision.bmc.power``,
 confirmed by a new boot id read over SSH).
 """
@@ -50,9 +51,11 @@ class BmcAccess:
     def __init__(self, insecure: bool, since: datetime, boot_id_of: Callable[[object], str | None]):
         self.insecure, self.since, self.boot_id_of = insecure, since, boot_id_of
 
-    def connect(self, host) -> BmcConnection | None:
+    def connect(self, host, booted: datetime | None = None) -> BmcConnection | None:
+        """The node's BMC connection, its event log judged from ``booted`` (the node's last boot, as it said) or the
+        run's start, whichever is earlier: an entry logged since the node booted is the node's present state."""
         cfg = config.of(host, self.insecure)
-        return None if cfg is None else WindowedConnection(cfg, self.since)
+        return None if cfg is None else WindowedConnection(cfg, min(self.since, booted) if booted else self.since)
 
     def view(self, host) -> str:
         cfg = config.of(host, self.insecure)

@@ -7,18 +7,19 @@ Out of band (``Placement.out_of_band``): every step is a query of the node's BMC
 whose inventory names no BMC (``provision_bmc_address``) skips it. Steps: ``status`` (parser ``redfish-status``:
 the ComputerSystem's ``PowerState`` and ``Status.Health``, the Manager's health and firmware; DMTF DSP0268
 ComputerSystem/Manager), ``sel`` (``redfish-sel``: the LogEntry members of the system's SEL log service, from the
-run's start: ``Severity`` OK/Warning/Critical, ``Message``, ``SensorType``; DSP0268 LogEntry) and ``sensors``
-(``redfish-sensors``: the chassis's Sensor members with their ``Thresholds``, its PowerSubsystem's PowerSupplies and
-ThermalSubsystem's Fans; DSP0268 Sensor, PowerSupply, Fan).
+node's last boot (``/proc/stat`` btime, read as the run reached it) or the run's start, whichever is earlier:
+``Severity`` OK/Warning/Critical, ``Message``, ``SensorType``; DSP0268 LogEntry) and ``sensors`` (``redfish-sensors``:
+the chassis's Sensor members with their ``Thresholds``, its PowerSubsystem's PowerSupplies and ThermalSubsystem's
+Fans; DSP0268 Sensor, PowerSupply, Fan).
 
-It runs after the node's other checks (order 95, after gpu_stress), so that its event-log window, from the run's start,
-holds what the BMC logged while the GPUs were under stress (a power supply dropping under load, a GPU over its
-temperature limit, a GPU fallen off the bus).
+It runs after the node's other checks (order 95, after gpu_stress), so that its event-log window holds what the BMC
+logged while the GPUs were under stress (a power supply dropping under load, a GPU over its temperature limit, a GPU
+fallen off the bus).
 
 Judges, each against what the BMC itself states (no threshold of ours; the BMC's are the vendor's for that board):
 - the system's ``Status.Health`` and the BMC's own: OK passes; Warning or Critical fails (BMC_HEALTH), as DCGM's and
   NVIDIA's ``dpsctl verify bmc-health`` treat a BMC-reported fault as the node's;
-- every Critical event-log entry since the run began fails (SEL_CRITICAL), named with its time, message and sensor;
+- every Critical event-log entry of that window fails (SEL_CRITICAL), named with its time, message and sensor;
   Warning entries are recorded, not failed (a chassis intrusion or a redundant fan's spin-up is logged Warning);
 - a sensor whose reading is past its ``UpperCritical`` or ``LowerCritical`` threshold, or whose health is Critical,
   fails (SENSOR_CRITICAL); past a caution threshold it is recorded, not failed;

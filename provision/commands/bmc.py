@@ -20,7 +20,7 @@ from provision.errors import BmcError, ExitStatus, NotConfirmedError, ProvisionE
 
 MAX_PARALLEL = 32  # BMCs read at once: each is one HTTPS session or one ipmitool; a rack's worth, not a fleet's
 COLUMNS = {
-    "status": ("HOST", "BMC", "POWER", "HEALTH", "STATE", "MANAGER", "FIRMWARE"),
+    "status": ("HOST", "BMC", "POWER", "HEALTH", "STATE", "MANAGER", "FIRMWARE", "BOOT ID"),
     "log": ("HOST", "ID", "CREATED", "SEVERITY", "SENSOR", "MESSAGE"),
     "inventory": ("HOST", "ID", "NAME", "VERSION", "HEALTH"),
     "sensors": ("HOST", "KIND", "ID", "READING", "UNITS", "HEALTH", "LIMITS"),
@@ -91,8 +91,11 @@ def _read_one(host, what: str, since, insecure: bool, timeout_s: float):
         raise BmcError(f"{host.name}: no BMC in the inventory (provision_bmc_address)")
     bmc = _connect(cfg, timeout_s)
     try:
-        if what == "status":
-            return {"bmc": cfg.address, **bmc.status()}
+        if what == "status":  # with the node's last boot as the node itself says it (over SSH; None: no answer)
+            from provision.bmc import outofband
+            from provision.engine.ssh import SshTransport
+
+            return {"bmc": cfg.address, **bmc.status(), "boot_id": outofband.ssh_boot_id(SshTransport())(host)}
         if what == "log":
             return bmc.log(since=since)
         if what == "inventory":
@@ -144,7 +147,7 @@ def _confirm(action: str, hosts, batch: int, stagger: float, yes: bool) -> None:
 def _rows(what: str, host: str, result) -> list[tuple]:
     if what == "status":
         return [(host, result["bmc"], result["power_state"], result["health"], result["state"],
-                 result["manager_health"], result["firmware_version"])]
+                 result["manager_health"], result["firmware_version"], result.get("boot_id") or "-")]
     if what == "log":
         return [(host, e["id"], e["created"], e["severity"], " ".join(str(x) for x in (e["sensor_type"], e["sensor"])
                                                                       if x is not None), e["message"]) for e in result]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from datetime import datetime, timezone
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -69,6 +70,7 @@ class HostState:
     bmc: Connection | None = None
     bmc_opened: bool = False
     hung: bool = False
+    booted: datetime | None = None  # when the node last booted, as it says (None: not read)
 
     @property
     def host(self) -> Host:
@@ -361,9 +363,13 @@ class Burnin:
             return state.problem
 
     def _read_os(self, state: HostState) -> None:
-        kernel = state.connected.run(["uname", "-r"], 30.0)  # the history's stack fingerprint (provision.history)
-        if kernel.rc == 0 and kernel.stdout.strip():
-            state.record.kernel = kernel.stdout.strip().splitlines()[0][:200]
+        # the kernel: the history's stack fingerprint (provision.history); the boot time (proc(5), /proc/stat btime):
+        # where the node's BMC event log is judged from (the bmc check: since the node booted, or the run began)
+        kernel = state.connected.run(["sh", "-c", "uname -r; grep '^btime ' /proc/stat"], 30.0)
+        lines = kernel.stdout.strip().splitlines()
+        if kernel.rc in (0, 1) and lines:
+            state.record.kernel = lines[0][:200]
+            state.booted = _boot_time(lines[1:])
         result = state.connected.run(["cat", "/etc/os-release"], 30.0)
         if result.rc != 0:
             return
@@ -428,7 +434,7 @@ class Burnin:
         """The node's BMC connection (opened once; ``provision.engine.outofband``), or None without one."""
         with state.lock:
             if not state.bmc_opened and self.oob is not None:
-                state.bmc, state.bmc_opened = self.oob.connect(state.host), True
+                state.bmc, state.bmc_opened = self.oob.connect(state.host, state.booted), True
             return state.bmc
 
     def _save(self, job: Job, host: str, step: Step, steps: int, result: CommandResult, server) -> RawOutput:
@@ -462,6 +468,15 @@ def _refused_for_good(message: str) -> bool:
     """Connection failures a retry cannot fix: a wrong host key, a refused login, a missing known_hosts."""
     text = message.lower()
     return any(word in text for word in ("host key", "known_hosts", "authentication", "not found in known_hosts"))
+
+
+def _boot_time(lines: list[str]) -> datetime | None:
+    """The boot time of ``btime SECONDS`` (proc(5): seconds since the epoch), or None."""
+    for line in lines:
+        word, _, value = line.partition(" ")
+        if word == "btime" and value.strip().isdigit():
+            return datetime.fromtimestamp(int(value), timezone.utc)
+    return None
 
 
 def parse_os_release(text: str) -> dict:

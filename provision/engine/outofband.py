@@ -3,8 +3,9 @@
 The engine reaches a node two ways: over SSH (``provision.engine.transport``) and through its BMC, from the
 controller. It needs three things of the BMC, and nothing more:
 
-- ``connect(host)``: a ``Connection`` whose ``run(["bmc", WHAT], timeout_s)`` answers a check's BMC step
-  (``Step.via`` "bmc") with the BMC's JSON; None when the inventory names no BMC for the host;
+- ``connect(host, booted)``: a ``Connection`` whose ``run(["bmc", WHAT], timeout_s)`` answers a check's BMC step
+  (``Step.via`` "bmc") with the BMC's JSON, its event log from ``booted`` (when the node last booted, as it said over
+  SSH) or the run's start, whichever is earlier; None when the inventory names no BMC for the host;
 - ``view(host)``: one line of what the BMC says of a node that does not answer over SSH: its power state, its
   health and its last event-log entries ('' with no BMC; the BMC's own failure, said in the line, when it does not
   answer). It goes into the finding of every check the node could not run;
@@ -14,6 +15,7 @@ controller. It needs three things of the BMC, and nothing more:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable, Protocol, Sequence
 
 from provision.engine.transport import Connection
@@ -38,7 +40,7 @@ class Cycled:
 class OutOfBand(Protocol):
     """The nodes' BMCs as the engine reaches them (module docstring)."""
 
-    def connect(self, host: Host) -> Connection | None:
+    def connect(self, host: Host, booted: datetime | None = None) -> Connection | None:
         ...
 
     def view(self, host: Host) -> str:

@@ -15,6 +15,7 @@ hop wait for one attempt to reach it, not one each, and share its failure. A ref
 """
 from __future__ import annotations
 
+import logging
 import shlex
 import socket
 import threading
@@ -28,6 +29,11 @@ from provision.engine import knownhosts, sshauth
 from provision.engine.sshconfig import Target
 
 CONNECT_TIMEOUT_S = 15.0
+# paramiko logs a failed handshake (a node whose sshd never sends its banner: a frozen node) from its transport
+# thread at ERROR with the whole traceback, which Python's last-resort handler prints on stderr; the failure is
+# already this module's one line (Refused / CommandError), so paramiko's own log says nothing to the operator.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
 # Nodes per jump host transport. sshd's MaxSessions (default 10, sshd_config(5)) counts session
 # channels only; a direct-tcpip channel is no session, so it does not bound this. What does:
 # each transport is one paramiko thread doing the crypto of every node behind it, and every

@@ -107,7 +107,7 @@ class StandIn:
         self.flags, self.outcome, self.bmc = flags, outcome, bmc
         self.cycled: list[str] = []
 
-    def connect(self, host):
+    def connect(self, host, booted=None):
         return BmcConn({"power": "On"}) if self.bmc else None
 
     def view(self, host):
