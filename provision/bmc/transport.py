@@ -13,7 +13,7 @@ import time
 from provision.bmc import client
 from provision.bmc.config import BmcConfig
 from provision.engine.transport import CommandResult
-from provision.errors import BmcError
+from provision.errors import BmcError, MissingProgramError
 
 TIMED_OUT = 124  # coreutils timeout's status, as the SSH transport reports a tool killed at its timeout
 
@@ -40,6 +40,8 @@ class BmcConnection:
             text = " ".join(str(exc).split())
             timed_out = " no answer within " in text
             return self._result(argv, TIMED_OUT if timed_out else 1, "", text, started, timed_out)
+        except MissingProgramError as exc:  # ipmitool not installed on the controller: the step's tool is missing
+            return self._result(argv, 127, "", " ".join(str(exc).split()), started)
 
     def start(self, argv: list[str], timeout_s: float):
         raise NotImplementedError("a BMC step runs to its end (run)")

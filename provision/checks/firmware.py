@@ -6,8 +6,10 @@ inforom_image_version, gsp_firmware_version, driver_version; tested on the drive
 captures), ``ibv_devinfo`` (``hcas``; rdma-core's fw_ver and board_id per hca_id), ``dmidecode -t bios -t system``
 (``bios``: SMBIOS type 0 "Version"; only the profile's HCAs are judged: a storage NIC or a DPU beside them is
 another card with its own firmware line), ``ipmitool mc info`` (``bmc``: "Firmware Revision" of the BMC's Get Device ID
-response, IPMI 2.0 section 20.1) and ``uname -r`` (``kernel``). What each field is and how the two rules work:
-``provision.checks.versions``.
+response, IPMI 2.0 section 20.1) and ``uname -r`` (``kernel``); where the inventory names the node's BMC over Redfish,
+out of band, the BMC's firmware inventory (``bmc_firmware``: ``UpdateService/FirmwareInventory``, parser
+``redfish-firmware``: BMC, BIOS, CPLD and on HGX the GPU and NVSwitch firmware the baseboard's HMC reports). What
+each field is and how the two rules work: ``provision.checks.versions``.
 
 Judges: with a site manifest (inventory variable ``provision_firmware``, per group: each field a version or a list
 of allowed versions) every unit the manifest names (FIRMWARE_NOT_IN_MANIFEST); and the node's GPUs and HCAs against
@@ -33,7 +35,8 @@ def steps(profile, host) -> list[Step]:
     out += [Step("bios", ["dmidecode", "-t", "bios", "-t", "system"], parser="dmidecode"),
             Step("bmc", ["ipmitool", "mc", "info"], parser="ipmitool-mc-info"),
             Step("kernel", ["uname", "-r"], parser="uname-r")]
-    if getattr(host, "has_bmc", False):  # out of band: the BMC's firmware inventory (BMC, BIOS, CPLD, HGX's GPUs)
+    # out of band: the BMC's firmware inventory (BMC, BIOS, CPLD, HGX's GPUs), which Redfish has and IPMI does not
+    if getattr(host, "has_bmc", False) and (getattr(host, "vars", None) or {}).get("provision_bmc_protocol") != "ipmi":
         out.append(Step("bmc_firmware", ["bmc", "firmware"], parser="redfish-firmware", via="bmc"))
     return out
 

@@ -44,14 +44,17 @@ FIELDS = {
     # the baseboard's HMC reports (NVIDIA DGX H100/B200 BMC Redfish: HGX_FW_GPU_SXM_N, HGX_FW_NVSwitch_N)
     "bmc_fw": ("node", "BMC firmware (the BMC's firmware inventory)"),
     "bios_fw": ("node", "BIOS firmware (the BMC's firmware inventory)"),
-    "cpld": ("CPLD", "CPLD firmware (the BMC's firmware inventory)"),
+    "cpld": ("node", "CPLD firmware, every CPLD's as Id=version (the BMC's firmware inventory)"),
     "gpu_fw": ("GPU", "GPU firmware (the HGX HMC's, through the BMC)"),
     "nvswitch_fw": ("NVSwitch", "NVSwitch firmware (the HGX HMC's, through the BMC)"),
+    "hmc_fw": ("node", "HGX baseboard management controller (HMC) firmware (through the BMC)"),
 }
 # firmware_class: the first of these words in a firmware inventory member's Id or Name (lower case) gives its field;
 # a member that names none is another component's, recorded, not compared (a NIC's, a PSU's, a retimer's)
-CLASSES = (("nvswitch", "nvswitch_fw"), ("gpu", "gpu_fw"), ("cpld", "cpld"), ("bios", "bios_fw"),
-           ("uefi", "bios_fw"), ("bmc", "bmc_fw"))
+# (an HGX InfoROM entry is the GPU's InfoROM image, judged with nvidia-smi's; HGX_FW_BMC is the baseboard's HMC, not
+# the node's BMC)
+CLASSES = (("inforom", "inforom"), ("nvswitch", "nvswitch_fw"), ("gpu", "gpu_fw"), ("cpld", "cpld"),
+           ("hgx_fw_bmc", "hmc_fw"), ("hmc", "hmc_fw"), ("bios", "bios_fw"), ("uefi", "bios_fw"), ("bmc", "bmc_fw"))
 MANIFEST_VAR = "provision_firmware"
 
 
@@ -99,13 +102,15 @@ def units(parsed: dict[str, dict], hcas: tuple[str, ...] | list[str] | None = No
 def _inventoried(parsed: dict) -> list[Unit]:
     """The units of the BMC's firmware inventory (parser ``redfish-firmware``), each member classed by its Id and
     Name (``firmware_class``); a member of no class is left out."""
-    out = []
+    out, cplds = [], []
     for member in parsed.get("firmware") or []:
         field = firmware_class(f"{member.get('id') or ''} {member.get('name') or ''}")
-        if field is not None:
-            device = str(member.get("id") or member.get("name"))
+        device = str(member.get("id") or member.get("name"))
+        if field == "cpld":  # a node's CPLDs are different parts: one unit of them all, compared across nodes whole
+            cplds.append(f"{device}={_text(member.get('version'))}")
+        elif field is not None:
             out.append(Unit(field, "node" if FIELDS[field][0] == "node" else device, _text(member.get("version"))))
-    return out
+    return out + ([Unit("cpld", "node", ", ".join(sorted(cplds)))] if cplds else [])
 
 
 def firmware_class(text: str) -> str | None:
@@ -136,11 +141,12 @@ def against_manifest(found: list[Unit], manifest: dict[str, tuple[str, ...]], fa
         allowed = manifest.get(unit.field)
         if allowed is None:
             continue
-        out.append(Finding(device=unit.device, metric=unit.field, value=unit.value, ok=unit.value in allowed,
+        ok = unit.value in allowed or (unit.field == "cpld" and unit.value is not None and all(
+            part.partition("=")[2] in allowed for part in unit.value.split(", ")))  # each CPLD's version allowed
+        out.append(Finding(device=unit.device, metric=unit.field, value=unit.value, ok=ok,
                            expected=allowed[0] if len(allowed) == 1 else list(allowed), fault=fault,
                            action=faults.action(fault),
-                           detail=f"{FIELDS[unit.field][1]} not in the site's {MANIFEST_VAR}"
-                           if unit.value not in allowed else ""))
+                           detail=f"{FIELDS[unit.field][1]} not in the site's {MANIFEST_VAR}" if not ok else ""))
     return out
 
 

@@ -32,9 +32,9 @@ from tests.unit.bmc._fake import FakeClient  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ADDRESS = "127.100.250.11"
 PASSWORD = "capture-pw-31415"
-STEPS = ("status", "sel", "sensors")
+STEPS = ("status", "sel", "sensors", "firmware")  # firmware: the firmware check's bmc_firmware step
 FAULTS = {"healthy": None, "sel_critical": ("sel_critical", None), "psu_lost": ("psu_lost", "2"),
-          "over_temp": ("over_temp", "3")}
+          "over_temp": ("over_temp", "3"), "firmware_stale": ("firmware_stale", "node")}
 
 
 def write(name: str, bmc) -> None:

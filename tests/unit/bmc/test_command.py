@@ -20,10 +20,10 @@ def provision(*args, **kw):
 
 def write_inventory(folder, port: int, password_file: str, ca: str) -> str:
     hosts = folder / "hosts.yml"
-    hosts.write_text("all:\n  hosts:\n    node01:\n      ansible_host: 127.0.1.5\n"
+    hosts.write_text("all:\n  hosts:\n    node01:\n      ansible_host: 127.0.9.5\n"
                      f"      provision_bmc_address: 127.0.0.1:{port}\n      provision_bmc_username: admin\n"
                      f"      provision_bmc_password_file: {password_file}\n      provision_bmc_ca_file: {ca}\n"
-                     "    plain:\n      ansible_host: 127.0.1.6\n")
+                     "    plain:\n      ansible_host: 127.0.9.6\n")
     return str(hosts)
 
 
@@ -48,7 +48,9 @@ def test_status_table(rack):
     _, inv = rack
     proc = provision("bmc", "status", "-i", inv, "--limit", "node01")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[0].split() == ["HOST", "BMC", "POWER", "HEALTH", "STATE", "MANAGER", "FIRMWARE"]
+    assert proc.stdout.splitlines()[0].split() == ["HOST", "BMC", "POWER", "HEALTH", "STATE", "MANAGER", "FIRMWARE",
+                                                   "BOOT", "ID"]
+    assert proc.stdout.splitlines()[1].split()[-1] == "-"  # the node does not answer SSH: no boot id
     assert proc.stdout.splitlines()[1].split()[2] == "On"
 
 

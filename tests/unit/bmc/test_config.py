@@ -88,7 +88,7 @@ def test_the_account_without_an_address_is_no_bmc(password_file):
 
 def test_preflight_names_file_host_and_field(tmp_path, password_file):
     hosts = tmp_path / "hosts.yml"
-    hosts.write_text("all:\n  hosts:\n    node01:\n      ansible_host: 127.0.1.5\n"
+    hosts.write_text("all:\n  hosts:\n    node01:\n      ansible_host: 127.0.9.5\n"
                      "      provision_bmc_address: 127.100.1.5\n      provision_bmc_protocol: snmp\n"
                      f"      provision_bmc_username: admin\n      provision_bmc_password_file: {password_file}\n")
     found = inventory.read(hosts)
