@@ -16,17 +16,16 @@ import json
 import os
 import subprocess
 import time
-from datetime import datetime
 
 from provision import external
 from provision.bmc.config import BmcConfig
-from provision.parsers import redfish as parse
+from provision.bmc.reads import ParsedReads
 
 MAX_OUTPUT_CHARS = 8 * 2**20
 RETRIES = 2  # ipmitool's own per-request retries (-R; its default 4 makes a dead BMC take 5 timeouts per request)
 
 
-class IpmiBmc:
+class IpmiBmc(ParsedReads):
     """One BMC over IPMI; each call runs ipmitool once (``run`` replaceable for tests)."""
 
     def __init__(self, config: BmcConfig, timeout_s: float, run=None):
@@ -86,21 +85,6 @@ class IpmiBmc:
                 raise ValueError(f"unknown BMC read {what!r}")
             self._raw[what] = json.dumps({"protocol": "ipmi", "what": what, **doc}, indent=1)
         return self._raw[what]
-
-    def status(self) -> dict:
-        return parse.status(self.raw("status"))
-
-    def log(self, since: datetime | None = None, limit: int | None = None) -> list[dict]:
-        entries = parse.sel(self.raw("sel"))["entries"]
-        if since is not None:
-            entries = [e for e in entries if parse.after(e["created"], since)]
-        return entries[-limit:] if limit else entries
-
-    def firmware(self) -> list[dict]:
-        return parse.firmware(self.raw("firmware"))["firmware"]
-
-    def sensors(self) -> dict:
-        return parse.sensors(self.raw("sensors"))
 
     def power(self, action: str) -> None:
         if action not in ("on", "off", "cycle", "reset"):

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
 from urllib.parse import urlsplit
 
 from provision.bmc import http
 from provision.bmc.config import BmcConfig
-from provision.parsers import redfish as parse
+from provision.bmc.reads import ParsedReads
 
 ROOT = "/redfish/v1/"
 MAX_PAGES = 1000  # a collection with more pages than this is looping, not long
@@ -30,7 +29,7 @@ RESET_TYPES = {"on": "On", "off": "ForceOff", "cycle": "PowerCycle", "reset": "F
 POLL_S = 1.0
 
 
-class RedfishBmc:
+class RedfishBmc(ParsedReads):
     """One BMC's Redfish service, logged in (a session) until ``close``."""
 
     def __init__(self, config: BmcConfig, timeout_s: float, factory=None):
@@ -66,21 +65,6 @@ class RedfishBmc:
         self.client.set_password(None)  # the session token is what is used from here on
 
     # --- reads -------------------------------------------------------------------------------------------------
-
-    def status(self) -> dict:
-        return parse.status(self.raw("status"))
-
-    def log(self, since: datetime | None = None, limit: int | None = None) -> list[dict]:
-        entries = parse.sel(self.raw("sel"))["entries"]
-        if since is not None:
-            entries = [e for e in entries if parse.after(e["created"], since)]
-        return entries[-limit:] if limit else entries
-
-    def firmware(self) -> list[dict]:
-        return parse.firmware(self.raw("firmware"))["firmware"]
-
-    def sensors(self) -> dict:
-        return parse.sensors(self.raw("sensors"))
 
     def set_deadline(self, until: float | None) -> None:
         """Bound the reads from now on to end by ``until`` (time.monotonic()), None for no bound but each request's."""
