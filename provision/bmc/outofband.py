@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from provision.bmc import client, config
 from provision.bmc.transport import BmcConnection
@@ -81,11 +81,25 @@ class BmcAccess:
         finally:
             bmc.close()
 
-    def power_cycle(self, hosts: Sequence, say: Callable[[str], None]) -> list[Cycled]:
+    def power_cycle(self, hosts: Sequence, say: Callable[[str], None],
+                    known: Mapping[str, str] | None = None) -> list[Cycled]:
+        """Cycle ``hosts`` in the batches their power allows (``power.batch_defaults``: the plan's rack budget over
+        the profile's node power), each done only on a boot id other than its last known one (``known``: the
+        node's, as the run read it, for the before-read of a node that no longer answers)."""
         from provision.bmc import power
 
-        rows = power.power_batches(list(hosts), "cycle", batch=len(hosts) or 1, stagger_s=0.0,
-                                   bmc_of=lambda h: config.of(h, self.insecure), boot_id_of=self.boot_id_of,
+        first: set[str] = set()
+
+        def boot_id_of(host) -> str | None:
+            seen = self.boot_id_of(host)
+            if host.name not in first:  # the read before the action: a hung node's last known boot id
+                first.add(host.name)
+                return seen or (known or {}).get(host.name)
+            return seen
+
+        batch, stagger = power.batch_defaults(list(hosts))
+        rows = power.power_batches(list(hosts), "cycle", batch=batch, stagger_s=stagger,
+                                   bmc_of=lambda h: config.of(h, self.insecure), boot_id_of=boot_id_of,
                                    timeout_s=power.DEFAULT_TIMEOUT_S, say=say)
         return [Cycled(host=r["host"], outcome=r["outcome"], detail=r.get("detail") or "",
                        before_boot_id=r.get("before_boot_id"), after_boot_id=r.get("after_boot_id"),

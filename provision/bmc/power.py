@@ -7,11 +7,14 @@ waits ``stagger_s`` between batches, and returns one outcome per node:
   than the one read before the action (any readable one when none could be read before);
 - not_carried_out: the BMC accepted the action and the node did not go down or come back in time, even where the
   BMC reports the PowerState asked for (a BMC can say Off and leave the node running);
+- unconfirmed: an off of a node that did not answer SSH before it either: its silence after proves nothing;
 - failed: the BMC did not answer or refused the action; a node whose BMC does not answer is never actioned;
 - skipped: nothing to do (on of a node that answers SSH; off of a node the BMC reports Off that does not answer).
 
-A node whose boot id cannot be read before the action (a hung node: ``burnin --recover``) may still be cycled or
-switched off; its outcome then rests on SSH coming back with a readable boot id, and its detail says so.
+A node whose boot id cannot be read before the action (a hung node: ``burnin --recover``) may still be cycled; its
+outcome then rests on SSH coming back with a readable boot id other than the last one known (the burn-in passes the
+boot id it read when it reached the node: ``boot_id_of`` may answer the first read from what it knew), and its
+detail says so.
 
 Default batch and stagger (``defaults``): a quarter of the rack's power budget (the inventory's
 ``provision_plan.rack.budget_kW``) over the node's maximum power (the profile's ``power.node_max_W``) nodes at a
@@ -149,7 +152,11 @@ def _skip(action: str, before: str | None, state: str | None) -> str:
 
 def _confirm(host, action: str, before: str | None, boot_id_of: Callable, timeout_s: float):
     """(outcome, boot id after, detail): wait up to ``timeout_s`` for the node to go (off) or come back with a new
-    boot id (on, cycle, reset)."""
+    boot id (on, cycle, reset). An off of a node that did not answer SSH before is ``unconfirmed``: its silence after
+    proves nothing, and the BMC's word alone is never taken."""
+    if action == "off" and before is None:
+        return "unconfirmed", None, ("the node did not answer SSH before the power-off either: nothing over SSH can "
+                                     "confirm it, and the BMC's word alone is not taken")
     until = time.monotonic() + timeout_s
     after = before
     while True:

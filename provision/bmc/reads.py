@@ -20,6 +20,8 @@ class ParsedReads:
     def log(self, since: datetime | None = None, limit: int | None = None) -> list[dict]:
         """The event log's entries (oldest first), those from ``since`` on, the last ``limit`` of them."""
         entries = parse.sel(self.raw("sel"))["entries"]
+        if all(parse.instant(e.get("created")) for e in entries):  # oldest first, whatever order the BMC lists
+            entries = sorted(entries, key=lambda e: parse.sort_key(e.get("created")))
         if since is not None:
             entries = [e for e in entries if parse.after(e["created"], since)]
         return entries[-limit:] if limit else entries

@@ -278,6 +278,9 @@ class RedfishBmc(ParsedReads):
         raise self.config.fail(f"PowerState did not become {state} within {self.timeout_s:g} s after ForceOff")
 
     def close(self) -> None:
+        """Log out (the session's slot on the BMC is freed), bounded by one request's timeout: a deadline a step
+        set (``set_deadline``) has passed by now and must not keep the logout from being sent."""
+        self.bounded.until = None
         try:
             if not self.bounded.broken:
                 self.bounded.call(self.client.logout)

@@ -16,14 +16,17 @@ It runs after the node's other checks (order 95, after gpu_stress), so that its 
 logged while the GPUs were under stress (a power supply dropping under load, a GPU over its temperature limit, a GPU
 fallen off the bus).
 
-Judges, each against what the BMC itself states (no threshold of ours; the BMC's are the vendor's for that board):
+Judges, each against what the BMC itself states (no threshold of ours; the BMC's are the vendor's for that board);
+a BMC that reports no sensor with a reading gives nothing to judge the node by: an error, never a pass:
+- the system's ``PowerState``: a node the BMC says is not On fails NODE_POWERED_OFF;
 - the system's ``Status.Health`` and the BMC's own: OK passes; Warning or Critical fails (BMC_HEALTH), as DCGM's and
   NVIDIA's ``dpsctl verify bmc-health`` treat a BMC-reported fault as the node's;
 - every Critical event-log entry of that window fails (SEL_CRITICAL), named with its time, message and sensor;
   Warning entries are recorded, not failed (a chassis intrusion or a redundant fan's spin-up is logged Warning);
 - a sensor whose reading is past its ``UpperCritical`` or ``LowerCritical`` threshold, or whose health is Critical,
   fails (SENSOR_CRITICAL); past a caution threshold it is recorded, not failed;
-- a power supply or fan whose health is not OK or that is absent fails (PSU_FAILED, FAN_FAILED): a node on fewer
+- a power supply or fan whose health is not OK or that is absent with a health the BMC rates fails (PSU_FAILED,
+  FAN_FAILED; an empty bay or fan header, absent with no health, is recorded): a node on fewer
   supplies than it was built with has lost its redundancy (a DGX H100 has six,
   https://docs.nvidia.com/dgx/dgxh100-user-guide/); the count of healthy supplies is a metric.
 """
@@ -31,8 +34,10 @@ from __future__ import annotations
 
 from provision.checks import faults
 from provision.checks.base import Budget, Check, Context, Data, Finding, Placement, Step
+from provision.errors import ParseError
 
 HEALTH, SEL, SENSOR, PSU, FAN = "BMC_HEALTH", "SEL_CRITICAL", "SENSOR_CRITICAL", "PSU_FAILED", "FAN_FAILED"
+OFF = "NODE_POWERED_OFF"
 BAD_STATES = ("Absent", "UnavailableOffline", "Disabled")
 
 
@@ -44,12 +49,16 @@ def steps(profile, host) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     status, sel, sensors = ctx.parsed["status"], ctx.parsed["sel"], ctx.parsed["sensors"]
+    if not any(s.get("reading") is not None for s in sensors.get("sensors") or []):
+        # nothing to judge the node's temperatures and power by: the check could not run, never a pass
+        raise ParseError("the BMC reported no sensor with a reading")
     return (_status(status) + _sel(sel.get("entries") or [], sel.get("since")) + _sensors(sensors.get("sensors") or [])
             + _units("psu", PSU, sensors.get("power_supplies") or []) + _units("fan", FAN, sensors.get("fans") or []))
 
 
 def _status(status: dict) -> list[Finding]:
-    out = [Finding(device="system", metric="power_state", value=status.get("power_state"), ok=True)]
+    power = status.get("power_state")
+    out = [_finding("system", "power_state", power, power == "On", OFF, expected="On")]
     for device, health in (("system", status.get("health")), ("BMC", status.get("manager_health"))):
         if health is None and device == "BMC":
             continue
@@ -97,14 +106,18 @@ def _sensors(sensors: list[dict]) -> list[Finding]:
 def _units(kind: str, fault: str, units: list[dict]) -> list[Finding]:
     out = []
     for unit in units:
-        bad = unit.get("health") not in ("OK", None) or unit.get("state") in BAD_STATES
+        # an empty bay or fan header (Absent, and no health: ipmitool's "na") is recorded, not failed; a unit that
+        # is there and unhealthy, or absent with a health the BMC rates (a supply pulled or dead), fails
+        empty = unit.get("state") == "Absent" and unit.get("health") is None
+        bad = not empty and (unit.get("health") not in ("OK", None) or unit.get("state") in BAD_STATES)
         value = unit.get("health") or unit.get("state")
         out.append(_finding(unit.get("name") or unit.get("id"), f"{kind}_health", value, not bad, fault, expected="OK",
                             detail=f"state {unit.get('state')}"))
-    if kind == "psu" and units:
-        healthy = sum(1 for f in out if f.ok)
-        out.append(_finding("PSUs", "psus_healthy", healthy, healthy == len(units), fault, expected=len(units),
-                            detail=f"{healthy} of {len(units)} power supplies healthy"))
+    present = [u for u in units if not (u.get("state") == "Absent" and u.get("health") is None)]
+    if kind == "psu" and present:
+        healthy = sum(1 for u in present if u.get("health") in ("OK", None) and u.get("state") not in BAD_STATES)
+        out.append(_finding("PSUs", "psus_healthy", healthy, healthy == len(present), fault, expected=len(present),
+                            detail=f"{healthy} of {len(present)} power supplies healthy"))
     return out
 
 

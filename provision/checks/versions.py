@@ -52,9 +52,13 @@ FIELDS = {
 # firmware_class: the first of these words in a firmware inventory member's Id or Name (lower case) gives its field;
 # a member that names none is another component's, recorded, not compared (a NIC's, a PSU's, a retimer's)
 # (an HGX InfoROM entry is the GPU's InfoROM image, judged with nvidia-smi's; HGX_FW_BMC is the baseboard's HMC, not
-# the node's BMC)
-CLASSES = (("inforom", "inforom"), ("nvswitch", "nvswitch_fw"), ("gpu", "gpu_fw"), ("cpld", "cpld"),
-           ("hgx_fw_bmc", "hmc_fw"), ("hmc", "hmc_fw"), ("bios", "bios_fw"), ("uefi", "bios_fw"), ("bmc", "bmc_fw"))
+# the node's BMC). The parts that guard or join another are classed first, as no field: an ERoT (HGX_FW_ERoT_GPU_SXM_1,
+# HGX_FW_ERoT_NVSwitch_0, HGX_FW_ERoT_BMC_0: the external root of trust of that part), a PCIe switch, a retimer or an
+# FPGA runs firmware of its own, not the part's it names (NVIDIA HGX H100 firmware inventory ids, nvfwupd).
+CLASSES: tuple[tuple[str, str | None], ...] = (
+    ("erot", None), ("pcieswitch", None), ("retimer", None), ("fpga", None), ("inforom", "inforom"),
+    ("nvswitch", "nvswitch_fw"), ("gpu", "gpu_fw"), ("cpld", "cpld"),
+    ("hgx_fw_bmc", "hmc_fw"), ("hmc", "hmc_fw"), ("bios", "bios_fw"), ("uefi", "bios_fw"), ("bmc", "bmc_fw"))
 MANIFEST_VAR = "provision_firmware"
 
 
@@ -114,7 +118,8 @@ def _inventoried(parsed: dict) -> list[Unit]:
 
 
 def firmware_class(text: str) -> str | None:
-    """The ``FIELDS`` field of a BMC firmware inventory member from its Id and Name (``CLASSES``), or None."""
+    """The ``FIELDS`` field of a BMC firmware inventory member from its Id and Name (``CLASSES``: the first word
+    found), or None."""
     low = text.lower()
     return next((field for word, field in CLASSES if word in low), None)
 

@@ -16,7 +16,7 @@ import sys
 from provision import arguments, embedded
 from provision import inventory as inv
 from provision.commands._common import say, warn
-from provision.errors import BmcError, ExitStatus, NotConfirmedError, ProvisionError
+from provision.errors import BmcError, ExitStatus, MissingProgramError, NotConfirmedError, ProvisionError
 
 MAX_PARALLEL = 32  # BMCs read at once: each is one HTTPS session or one ipmitool; a rack's worth, not a fleet's
 COLUMNS = {
@@ -62,7 +62,7 @@ def read(hosts, what: str, args: argparse.Namespace, timeout_s: float) -> ExitSt
         for name, future in futures.items():
             try:
                 results[name] = future.result()
-            except BmcError as exc:
+            except (BmcError, MissingProgramError) as exc:  # one host's BMC, or ipmitool missing: one line each
                 results[name] = {"error": " ".join(str(exc).split())}
     failed = [r["error"] for r in results.values() if isinstance(r, dict) and "error" in r]
     if args.json:
@@ -129,7 +129,7 @@ def power(hosts, args: argparse.Namespace, timeout_s: float) -> ExitStatus:
             say(line)
     kinds = {o["outcome"] for o in outcomes}
     return ExitStatus.BMC_FAILED if "failed" in kinds else \
-        ExitStatus.NODE_FAILED if "not_carried_out" in kinds else ExitStatus.OK
+        ExitStatus.NODE_FAILED if kinds & {"not_carried_out", "unconfirmed"} else ExitStatus.OK
 
 
 def _confirm(action: str, hosts, batch: int, stagger: float, yes: bool) -> None:

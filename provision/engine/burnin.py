@@ -18,6 +18,8 @@ check is never re-run.
 from __future__ import annotations
 
 import dataclasses
+import re
+import shlex
 import threading
 import time
 from datetime import datetime, timezone
@@ -52,6 +54,8 @@ CONNECTS_AT_ONCE = 64
 # Stack of each worker thread: a job's thread runs the engine, paramiko and a parser, none deeply
 # recursive; 8 MiB (glibc's default) reserves 10 GiB of address space at 1,250 threads.
 THREAD_STACK_BYTES = 1024 * 1024
+BOOT_ID_VAR, DEFAULT_BOOT_ID_PATH = "provision_boot_id_path", "/proc/sys/kernel/random/boot_id"  # provision.bmc.config
+_BOOT_ID = re.compile(r"[0-9a-fA-F-]{16,64}")  # a boot id: random(4)'s UUID text (a simulated node's too)
 
 
 @dataclass
@@ -71,6 +75,7 @@ class HostState:
     bmc_opened: bool = False
     hung: bool = False
     booted: datetime | None = None  # when the node last booted, as it says (None: not read)
+    boot_id: str | None = None  # its boot id when the run reached it (None: not read)
 
     @property
     def host(self) -> Host:
@@ -115,6 +120,7 @@ class Burnin:
         self.oob = oob  # the nodes' BMCs (``provision.engine.outofband``); None: none is reached (``--local``)
         self.recover_most = 0  # burnin --recover: how many hung nodes may be power-cycled (engine.recovery)
         self.power_actions: list[dict] = []  # what recovery did through the BMCs (report.json's power_actions)
+        self.unread: dict[int, list[str]] = {}  # job -> its BMC steps that failed beside its node's (_run_steps)
         # A resumed run's attempt and the results its earlier attempts journaled, by (check, hosts) in journal order
         self.attempt = resumed[0]
         self.replayed_ids: set[int] = set()
@@ -210,6 +216,7 @@ class Burnin:
             result = self._error(job, f"internal error in {job.check.id}: {type(exc).__name__}: {exc}")
         finally:
             self.control.job_finished(job.label)
+            self._bmc_done(job)
         if self.control.stop.is_set() and result.run_error:  # its tool was killed by the stop; a verdict stands
             result = self._error(job, f"interrupted ({self.control.reason}) while running", result.raw)
         result.duration_s = round(time.monotonic() - started, 2)
@@ -264,8 +271,13 @@ class Burnin:
                 if state.conn is not None and any(s.via == "ssh" for s in steps):
                     lost.probe(self, state, f"{check.id}: {exc}")
             return self._error(job, "; ".join([str(exc)] + [s.problem for s in states if s.problem]), raw)
+        unread = self.unread.pop(id(job), [])
+        if unread:  # judged on the node's outputs alone
+            steps = [s for s in steps if s.key in texts]
         out = self._error(job, "; ".join(failures)) if failures else verdict(
             check, job.hosts, check.placement.scope, profile, texts, job_target, steps)
+        if unread and not failures:
+            out.message += f" (not read from the BMC: {'; '.join(unread)})"
         out.raw = raw
         if check.id in self.kept and out.outcome in (Outcome.PASS, Outcome.FAIL):  # judged: its outputs read whole
             with self.outputs_lock:
@@ -358,18 +370,22 @@ class Burnin:
                     if attempt + 1 < CONNECT_ATTEMPTS and not _refused_for_good(str(exc)):
                         time.sleep(attempt + 1)
                         continue
-                    state.problem = lost.unreachable(self, state, str(exc))
+                    state.problem = lost.unreachable(self, state, str(exc), _refused_for_good(str(exc)))
                     self.say(f"  burnin {state.name:<12} unreachable: {state.problem}")
             return state.problem
 
     def _read_os(self, state: HostState) -> None:
         # the kernel: the history's stack fingerprint (provision.history); the boot time (proc(5), /proc/stat btime):
         # where the node's BMC event log is judged from (the bmc check: since the node booted, or the run began)
-        kernel = state.connected.run(["sh", "-c", "uname -r; grep '^btime ' /proc/stat"], 30.0)
+        # and its boot id (``provision_boot_id_path``): what a power cycle of it must change (engine.recovery)
+        boot_id = str(state.host.vars.get(BOOT_ID_VAR) or DEFAULT_BOOT_ID_PATH)
+        kernel = state.connected.run(["sh", "-c", f"uname -r; grep '^btime ' /proc/stat; cat {shlex.quote(boot_id)}"],
+                                     30.0)
         lines = kernel.stdout.strip().splitlines()
         if kernel.rc in (0, 1) and lines:
             state.record.kernel = lines[0][:200]
             state.booted = _boot_time(lines[1:])
+            state.boot_id = next((line.strip() for line in lines[1:] if _BOOT_ID.fullmatch(line.strip())), None)
         result = state.connected.run(["cat", "/etc/os-release"], 30.0)
         if result.rc != 0:
             return
@@ -394,7 +410,12 @@ class Burnin:
             if result.timed_out and step.via == "ssh":  # the tool hung, or the node? (provision.engine.lost)
                 lost.probe(self, runner, f"{job.check.id}: {step.argv[0]} timed out after {timeout_s:.0f} s")
             problem = (server[1] if server and server[1] else "") or _run_problem(result, timeout_s, step.exit_judged)
-            if problem:
+            if problem and step.via == "bmc" and any(s.via == "ssh" for s in steps):
+                # the BMC's part of a check that reads the node too (firmware's inventory): its failure costs that
+                # part only, said in the result; the node's outputs are judged (the bmc check errors on the BMC)
+                del texts[step.key]
+                self.unread[id(job)] = [*self.unread.get(id(job), []), f"{step.key}: {problem}"]
+            elif problem:
                 failures.append(f"{step.key + ': ' if step.key else ''}{problem}")
         return texts, failures
 
@@ -436,6 +457,17 @@ class Burnin:
             if not state.bmc_opened and self.oob is not None:
                 state.bmc, state.bmc_opened = self.oob.connect(state.host, state.booted), True
             return state.bmc
+
+    def _bmc_done(self, job: Job) -> None:
+        """Close the BMC connections ``job`` opened: one per job, so that a session is never kept idle past the
+        BMC's session timeout (OpenBMC, iDRAC and iLO end idle sessions after minutes) nor holds one of its few
+        session slots, and a node's BMC is read afresh after its power cycle."""
+        for name in job.hosts:
+            state = self.states[name]
+            with state.lock:
+                bmc, state.bmc, state.bmc_opened = state.bmc, None, False
+            if bmc is not None:
+                bmc.close()
 
     def _save(self, job: Job, host: str, step: Step, steps: int, result: CommandResult, server) -> RawOutput:
         check = job.check

@@ -12,6 +12,7 @@ off, and is never powered on by a burn-in.
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from provision.errors import CommandError
@@ -19,6 +20,7 @@ from provision.errors import CommandError
 if TYPE_CHECKING:
     from provision.engine.burnin import Burnin, HostState
 
+_POWER_ON = re.compile(r"BMC \S+ \(\w+\): power On,")  # the view's first words, never a quoted event message
 PROBE_TIMEOUT_S = 20.0  # for `true` on a fresh connection; the connection's own opening has CONNECT_TIMEOUT_S
 
 
@@ -32,11 +34,12 @@ def view(engine: Burnin, state: HostState) -> str:
         return f"BMC view not read: {type(exc).__name__}: {exc}"
 
 
-def unreachable(engine: Burnin, state: HostState, why: str) -> str:
+def unreachable(engine: Burnin, state: HostState, why: str, refused: bool = False) -> str:
     """The problem of a node that could not be connected to at all: ``why`` and its BMC's view; marks it hung when
-    its BMC says it is on (module docstring)."""
+    its BMC says it is on (module docstring), unless its sshd answered and ``refused`` this run (a host key or a
+    login refused: the node is up, this run may not log in, and no power cycle would change that)."""
     seen = view(engine, state)
-    state.hung = _on(seen)
+    state.hung = _on(seen) and not refused
     return f"{why}; {seen}" if seen else why
 
 
@@ -71,6 +74,6 @@ def probe(engine: Burnin, state: HostState, what: str) -> None:
 
 
 def _on(seen: str) -> bool:
-    """Whether a BMC view says the node is powered on ('' (no BMC): unknown, taken as on: the node is hung or gone,
-    and recovery without a BMC cannot act anyway)."""
-    return not seen or "power On" in seen
+    """Whether a BMC view (``OutOfBand.view``: "BMC ADDRESS (PROTOCOL): power STATE, ...") says the node is powered
+    on; a node with no BMC in the inventory ('') is never hung: nothing could power-cycle it."""
+    return bool(_POWER_ON.match(seen))

@@ -9,14 +9,16 @@ controller. It needs three things of the BMC, and nothing more:
 - ``view(host)``: one line of what the BMC says of a node that does not answer over SSH: its power state, its
   health and its last event-log entries ('' with no BMC; the BMC's own failure, said in the line, when it does not
   answer). It goes into the finding of every check the node could not run;
-- ``power_cycle(hosts, say)``: power-cycle the hung nodes ``hosts`` (``burnin --recover``), each confirmed by a new
-  boot id read over SSH, never by the BMC's word alone (``provision.bmc.power``); one ``Cycled`` per host.
+- ``power_cycle(hosts, say, known)``: power-cycle the hung nodes ``hosts`` (``burnin --recover``), each confirmed by a
+  boot id read over SSH other than the one it had (``known``: host -> the boot id the run read when it reached the
+  node, for a node that no longer answers), never by the BMC's word alone (``provision.bmc.power``); one ``Cycled``
+  per host.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from provision.engine.transport import Connection
 from provision.inventory import Host
@@ -46,5 +48,6 @@ class OutOfBand(Protocol):
     def view(self, host: Host) -> str:
         ...
 
-    def power_cycle(self, hosts: Sequence[Host], say: Callable[[str], None]) -> list[Cycled]:
+    def power_cycle(self, hosts: Sequence[Host], say: Callable[[str], None],
+                    known: Mapping[str, str] | None = None) -> list[Cycled]:
         ...

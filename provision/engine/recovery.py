@@ -46,7 +46,13 @@ def recover(engine: Burnin, jobs: Sequence[Job], results: list[CheckResult], mos
     engine.say(f"recover: power-cycling {len(chosen)} hung nodes through their BMCs: {', '.join(chosen)}"
                + (f"; not {', '.join(beyond)} (budget: {most})" if beyond else ""))
     problems = {name: engine.states[name].problem for name in hung}
-    cycled = {c.host: c for c in engine.oob.power_cycle([engine.states[n].host for n in chosen], engine.say)}
+    known = {n: boot for n in chosen if (boot := engine.states[n].boot_id)}
+    try:
+        cycled = {c.host: c for c in engine.oob.power_cycle([engine.states[n].host for n in chosen], engine.say,
+                                                            known)}
+    except Exception as exc:  # the recovery's failure is the hung nodes' finding, never the run's end
+        reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        cycled = {n: Cycled(n, "failed", f"the power cycle could not run: {reason}") for n in chosen}
     engine.power_actions += [{"host": c.host, "action": "cycle", "outcome": c.outcome, "detail": c.detail,
                               "bmc": c.bmc, "before_boot_id": c.before_boot_id, "after_boot_id": c.after_boot_id,
                               "seconds": None if c.seconds is None else round(c.seconds, 1)} for c in cycled.values()]

@@ -17,6 +17,7 @@ from provision.engine.jobs import by_name
 from provision.engine.verdict import not_applicable, verdict
 from provision.errors import ProvisionError
 from provision.results.model import CheckResult, Outcome, Run
+from provision.engine import recovery
 from provision.results.model import REGRESSION
 from provision.results.store import RunDir
 
@@ -31,8 +32,8 @@ def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[Check
         if result.check == LOCALIZE:  # adaptive: its rounds were chosen by the verdicts it saw; kept as recorded
             out.append(result)
             continue
-        if result.check == REGRESSION:  # judged against the history, not raw outputs: kept as recorded
-            out.append(result)
+        if result.check in (REGRESSION, recovery.CHECK_ID):  # judged against the history, or a record of a power
+            out.append(result)  # cycle the run did (engine.recovery): no raw output to judge again; kept as recorded
             continue
         check = checks.get(result.check)
         if check is None:

@@ -152,15 +152,26 @@ def parse(text: str) -> dict:
 def after(created: str | None, since: datetime) -> bool:
     """Whether an entry's ISO 8601 ``created`` is at or after ``since`` (a time without zone is UTC); an entry
     without a readable time is kept (it may be the one that matters)."""
+    when = instant(created)
+    since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)
+    return when is None or when >= since
+
+
+def instant(created: str | None) -> datetime | None:
+    """An entry's ISO 8601 ``created`` as an aware time (a time without zone is UTC), None when unreadable; sorts
+    before every time where a key needs one (``sort_key``)."""
     if not created:
-        return True
+        return None
     try:
         when = datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError:
-        return True
-    when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-    since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)
-    return when >= since
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def sort_key(created: str | None) -> datetime:
+    """``instant`` for sorting: an unreadable time first."""
+    return instant(created) or datetime.min.replace(tzinfo=timezone.utc)
 
 
 def _text(doc: dict, key: str, required: bool = True) -> str:

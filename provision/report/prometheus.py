@@ -56,11 +56,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
-
-from provision.report import bmcmetrics
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from provision.report import bmcmetrics
 from provision.results import coverage
 from provision.results.model import REGRESSION, Outcome, Run
 from provision.results.store import atomic_write

@@ -135,3 +135,13 @@ def test_a_link_off_the_bmc_is_not_followed(bmc_config):
     made[0].overrides["/redfish/v1/Managers"] = {"Members": [{"@odata.id": "https://evil.example/redfish/v1/M"}]}
     with pytest.raises(BmcError, match="a link leaves this BMC"):
         bmc.status()
+
+
+def test_the_logout_is_sent_after_a_steps_deadline_has_passed(bmc_config):
+    import time
+
+    bmc, made = connect(bmc_config)
+    bmc.set_deadline(time.monotonic() + 0.01)  # a step's deadline (provision.bmc.transport), long gone at close
+    time.sleep(0.05)
+    bmc.close()
+    assert made[0].logged_out  # the session's slot on the BMC is freed

@@ -58,3 +58,12 @@ def test_the_manifest_judges_the_bmcs_versions_each_cpld_on_its_own():
     assert all(f.ok for f in versions.against_manifest(healthy, manifest, firmware.MANIFEST))
     failed = {f.metric: f.value for f in versions.against_manifest(stale, manifest, firmware.MANIFEST) if not f.ok}
     assert failed == {"bmc_fw": "24.03", "cpld": "CPLDMB_0=0.2.1.6, CPLDMID_0=0.2.0.7"}
+
+
+def test_the_parts_that_guard_or_join_another_are_not_that_part():
+    # NVIDIA HGX H100 FirmwareInventory ids (nvfwupd): an ERoT, a PCIe switch, a retimer, an FPGA run their own firmware
+    for member in ("HGX_FW_ERoT_GPU_SXM_1", "HGX_FW_ERoT_NVSwitch_0", "HGX_FW_ERoT_BMC_0", "HGX_FW_PCIeSwitch_0",
+                   "HGX_FW_PCIeRetimer_3", "HGX_FW_FPGA_0"):
+        assert versions.firmware_class(member) is None, member
+    assert versions.firmware_class("HGX_FW_GPU_SXM_1") == "gpu_fw"
+    assert versions.firmware_class("HostBMC_0") == "bmc_fw"

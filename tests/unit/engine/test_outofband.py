@@ -6,7 +6,7 @@ import json
 import textwrap
 
 from provision import checks, targets
-from provision.engine import burnin
+from provision.engine import burnin, reevaluate
 from provision.engine.control import Control
 from provision.engine.outofband import Cycled
 from provision.engine.transport import CommandResult
@@ -76,6 +76,27 @@ CHECK = Check(id="site_oob", tool="bmc", order=4, steps=steps, parsers={"oob": j
 '''
 
 
+MIXED = '''
+"""site_mixed: a check that reads the node over SSH and its BMC beside it (a test, as firmware reads both)."""
+import json
+
+from provision.checks.base import Check, Step
+from provision.checks.rules import expect
+
+
+def steps(profile, host):
+    return [Step("node", ["echo", "ok"], parser="said"), Step("bmc", ["bmc", "firmware"], parser="json", via="bmc")]
+
+
+def judge(ctx):
+    return [expect("node", "said", ctx.parsed["node"]["said"], "ok", "SITE_MIXED", "a test")]
+
+
+CHECK = Check(id="site_mixed", tool="echo + bmc", order=8, steps=steps, judge=judge,
+              parsers={"said": lambda t: {"said": t.strip()}, "json": json.loads})
+'''
+
+
 class Hanging(LocalTransport):
     """The test transport, with nodes that stop answering while their flag file exists (a hung node)."""
 
@@ -90,10 +111,12 @@ class Hanging(LocalTransport):
 
 
 class BmcConn:
-    def __init__(self, answers):
-        self.answers = answers
+    def __init__(self, answers, refuse=False):
+        self.answers, self.refuse = answers, refuse
 
     def run(self, argv, timeout_s):
+        if self.refuse:
+            return CommandResult(argv, 1, "", "n1: BMC 127.0.9.1: login refused (HTTP 401)", 0.01, False)
         return CommandResult(argv, 0, json.dumps(self.answers), "", 0.01, False)
 
     def close(self):
@@ -114,7 +137,7 @@ class StandIn:
         return f"BMC 127.0.9.{host.name[-1]} (redfish): power On, health Critical; last event log entries: " \
                "2026-12-04T19:00:00+00:00 Critical 'CPU0 IERR' (CPU0)"
 
-    def power_cycle(self, hosts, say):
+    def power_cycle(self, hosts, say, known=None):
         out = []
         for h in hosts:
             self.cycled.append(h.name)
@@ -146,6 +169,7 @@ def _run(tmp_path, transport, oob, recover=0):
                          transport, burnin.Sink(rundir, run.hosts, Control(progress=said.append)), oob)
     run.results, run.power_actions, run.finished = outcome.results, outcome.power_actions or None, "now"
     assert schema.problems(json.loads(json.dumps(run.to_dict()))) == []
+    rundir.save(run)
     return {(r.check, r.hosts[0]): r for r in run.results}, run, said
 
 
@@ -188,6 +212,8 @@ def test_recover_power_cycles_the_hung_node_reruns_its_node_checks_and_flags_it(
                                   "bmc": "127.0.9.1", "before_boot_id": "aaaa", "after_boot_id": "bbbb",
                                   "seconds": 12.0}]
     assert run.verdicts()["n1"] == "fail"  # flagged though its checks passed the second time
+    again = reevaluate.reevaluate(RunStore(tmp_path / "runs").open("oob"), run, None)  # provision evaluate
+    assert [r.outcome for r in again if r.check == "node_recovery"] == [Outcome.FAIL]  # kept as recorded
 
 
 def test_a_power_cycle_not_carried_out_is_never_called_done(tmp_path, monkeypatch):
@@ -218,3 +244,17 @@ def test_an_out_of_band_check_is_skipped_without_a_bmc(tmp_path, monkeypatch):
     assert "provision_bmc_address" in results[("site_oob", "n1")].message
     results, _, _ = _run(tmp_path / "local", Hanging(flags), None)
     assert "--local" in results[("site_oob", "n1")].message
+
+
+def test_a_bmc_that_fails_beside_the_node_costs_only_its_own_part(tmp_path, monkeypatch):
+    flags = _checks(tmp_path, monkeypatch)
+    (tmp_path / "site-checks" / "site_mixed.py").write_text(MIXED)
+    stand_in = StandIn(flags)
+    stand_in.connect = lambda host, booted=None: BmcConn({}, refuse=True)
+    hosts = [Host("n1", "127.0.0.1", 22, "root", None, None, "h100-sxm5-80g-ndr")]
+    rundir = RunStore(tmp_path / "runs").create("mixed")
+    run = Run(run_id="mixed", phases=["burnin"], hosts={"n1": HostRecord("h100-sxm5-80g-ndr")})
+    result, = burnin.run(targets.build(hosts), burnin.BurninRequest(["site_mixed"]), Hanging(flags),
+                         burnin.Sink(rundir, run.hosts, Control(progress=lambda line: None)), stand_in).results
+    assert result.outcome is Outcome.PASS  # the node's output judged
+    assert "not read from the BMC: bmc: bmc exited 1: n1: BMC 127.0.9.1: login refused (HTTP 401)" in result.message
