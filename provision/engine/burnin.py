@@ -582,5 +582,7 @@ def run(targets: Sequence[Target], request: BurninRequest, transport: Transport,
     engine = Burnin(targets, sink, transport, request.forks, (request.attempt, request.done), oob)
     engine.recover_most = request.recover
     results = engine.run(checks, sink.journal, request.scope, request.schedule)
+    # a resumed run's record of an earlier attempt's power cycle (engine.recovery): no job makes it again
+    results += [r for r in request.done if r.check == recovery.CHECK_ID and id(r) not in engine.replayed_ids]
     return BurninOutcome(results, dict(engine.cluster) if engine.cluster is not None else None,
                          list(engine.power_actions))

@@ -18,6 +18,7 @@ from typing import Any
 from provision import inventory as inv
 from provision import paths
 from provision.commands._job.options import JobOptions
+from provision.engine import recovery
 from provision.errors import ProvisionError
 from provision.results.model import JUDGED_VARS, CheckResult
 from provision.results.store import RunDir, RunStore, atomic_write
@@ -129,6 +130,9 @@ def _shown(value) -> str:
 
 def kept(rundir: RunDir) -> list[CheckResult]:
     """The results the run's journal holds, in journal order, less those a stop cut short (an "interrupted" error:
-    they run again)."""
-    return [r for r in rundir.journaled_results()
-            if not (r.run_error and r.message.startswith("interrupted ("))]
+    they run again) and those a power cycle superseded: a node ``burnin --recover`` brought back ran its node checks
+    again, and its second attempt's results (and its ``node_recovery`` record) are the run's."""
+    results = [r for r in rundir.journaled_results() if not (r.run_error and r.message.startswith("interrupted ("))]
+    again = {(r.check, tuple(r.hosts)): r.attempt for r in results if len(r.hosts) == 1 and any(
+        n.check == recovery.CHECK_ID and n.hosts == r.hosts and n.attempt == r.attempt for n in results)}
+    return [r for r in results if r.attempt >= again.get((r.check, tuple(r.hosts)), 0)]

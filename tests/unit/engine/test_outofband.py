@@ -164,9 +164,10 @@ def _run(tmp_path, transport, oob, recover=0):
     rundir = RunStore(tmp_path / "runs").create("oob")
     run = Run(run_id="oob", phases=["burnin"], hosts={h.name: HostRecord(h.profile) for h in hosts})
     said: list[str] = []
+    rundir.begin(run)  # each result journaled as it ends, as the job does (what --resume reads)
     outcome = burnin.run(targets.build(hosts), burnin.BurninRequest(["site_oob", "site_hang", "site_after"],
                                                                     recover=recover),
-                         transport, burnin.Sink(rundir, run.hosts, Control(progress=said.append)), oob)
+                         transport, burnin.Sink(rundir, run.hosts, Control(progress=said.append), rundir.record), oob)
     run.results, run.power_actions, run.finished = outcome.results, outcome.power_actions or None, "now"
     assert schema.problems(json.loads(json.dumps(run.to_dict()))) == []
     rundir.save(run)
@@ -258,3 +259,14 @@ def test_a_bmc_that_fails_beside_the_node_costs_only_its_own_part(tmp_path, monk
                          burnin.Sink(rundir, run.hosts, Control(progress=lambda line: None)), stand_in).results
     assert result.outcome is Outcome.PASS  # the node's output judged
     assert "not read from the BMC: bmc: bmc exited 1: n1: BMC 127.0.9.1: login refused (HTTP 401)" in result.message
+
+
+def test_a_resumed_run_keeps_the_second_attempt_and_the_record(tmp_path, monkeypatch):
+    from provision.commands._job import resume
+
+    flags, transport = _hang_n1(tmp_path, monkeypatch)
+    results, run, _ = _run(tmp_path, transport, StandIn(flags), recover=1)
+    kept = resume.kept(RunStore(tmp_path / "runs").open("oob"))  # what --resume would replay from the journal
+    n1 = {r.check: (r.outcome, r.attempt) for r in kept if r.hosts == ("n1",)}
+    assert n1["site_after"] == (Outcome.PASS, 2) and n1["node_recovery"] == (Outcome.FAIL, 2)
+    assert len([r for r in kept if r.hosts == ("n1",) and r.check == "site_after"]) == 1  # the first attempt's gone
