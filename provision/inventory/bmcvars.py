@@ -20,6 +20,8 @@ Errors are ``VarProblem(field, text)``; ``check`` turns the first into a ``Probl
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
 import re
@@ -37,6 +39,8 @@ PROTOCOLS = ("redfish", "ipmi")
 DEFAULT_PORT = {"redfish": 443, "ipmi": 623}
 DEFAULT_BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 MAX_PASSWORD_BYTES = 4096  # a password file is one line; a larger file is not one
+# Whether the files the BMC variables name are looked at (``shapes_only``: not on a node that reaches no BMC)
+_FILES: contextvars.ContextVar[bool] = contextvars.ContextVar("bmc_files", default=True)
 MAX_CA_BYTES = 4 * 2**20  # the system bundle is about 200 KiB
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
@@ -102,9 +106,21 @@ class BmcConfig:
         return first.decode("utf-8", "replace")
 
 
+@contextlib.contextmanager
+def shapes_only():
+    """Within it, the BMC variables are checked for their shape alone, not for their files (the password and CA
+    files): for an inventory read on a node (``burnin --local``), which reaches no BMC and holds none of the
+    controller's files."""
+    token = _FILES.set(False)
+    try:
+        yield
+    finally:
+        _FILES.reset(token)
+
+
 def from_vars(host: str, variables: dict, insecure: bool = False) -> BmcConfig | None:
     """The BmcConfig of ``host`` from its (templated) variables; None without ``provision_bmc_address``.
-    Raises VarProblem (field, text) for the first bad variable."""
+    Raises VarProblem (field, text) for the first bad variable (its files too, outside ``shapes_only``)."""
     address = variables.get(ADDRESS)
     if address in (None, ""):  # group_vars may give every host the account; only an address makes a BMC
         _boot_id_path(variables)
@@ -163,7 +179,7 @@ def _password_source(variables: dict) -> tuple[str | None, str | None]:
         return None, env
     if not isinstance(file, str) or not _PATH.match(file):
         raise VarProblem(PASSWORD_FILE, f"field '{PASSWORD_FILE}' must be an absolute path")
-    problem = password_file_problem(file)
+    problem = password_file_problem(file) if _FILES.get() else ""
     if problem:
         raise VarProblem(PASSWORD_FILE, f"field '{PASSWORD_FILE}' {problem}")
     return file, None
@@ -194,6 +210,8 @@ def _ca_file(variables: dict, protocol: str) -> str | None:
         raise VarProblem(CA_FILE, f"field '{CA_FILE}' is for Redfish over HTTPS; IPMI has no certificate")
     if not isinstance(value, str) or not _PATH.match(value):
         raise VarProblem(CA_FILE, f"field '{CA_FILE}' must be an absolute path to a PEM bundle")
+    if not _FILES.get():
+        return value
     try:
         info = os.stat(value)
         has_pem = _holds_pem(value, info.st_mtime_ns, info.st_size)

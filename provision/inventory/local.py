@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 
 from provision.errors import InventoryError, ProvisionError
-from provision.inventory import Host, Inventory, Vault, read
+from provision.inventory import Host, Inventory, Vault, bmcvars, read
 from provision.inventory.fields import PROFILE_NAME, SAFE_NAME
 
 
@@ -33,7 +33,8 @@ def this_host(name: str | None, profile: str | None, sources: tuple[Path, ...], 
     if profile:
         return f"this machine ({given}, --profile {profile})", Host(given, "localhost", 0, getpass.getuser(), None,
                                                                      None, profile)
-    inventory = read(sources, vault)  # another host's bad field is not this burn-in's business
+    with bmcvars.shapes_only():  # the BMC's password and CA files are the controller's; --local reaches no BMC
+        inventory = read(sources, vault)  # another host's bad field is not this burn-in's business
     host = _named(inventory, given)
     names = {given, given.split(".", 1)[0]}
     for problem in inventory.problems:

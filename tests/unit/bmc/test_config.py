@@ -105,3 +105,22 @@ def test_of_a_host(tmp_path, password_file):
     cfg = config.of(found.host("node01"), insecure=True)
     assert cfg is not None and cfg.hostname == "127.100.1.5" and cfg.insecure
     assert config.of(found.host("other")) is None
+
+
+def test_a_node_reading_the_inventory_for_itself_does_not_look_for_the_controllers_files(tmp_path):
+    """burnin --local reads the site's inventory on the node, which reaches no BMC and holds none of its files."""
+    from provision.inventory import bmcvars
+    from provision.inventory import local
+
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text("all:\n  hosts:\n    node01:\n      ansible_host: 127.0.9.5\n"
+                     "      provision_profile: h100-sxm5-80g-ndr\n      provision_bmc_address: 127.100.1.5\n"
+                     "      provision_bmc_username: admin\n      provision_bmc_password_file: /nonexistent/pw\n"
+                     "      provision_bmc_ca_file: /nonexistent/ca.pem\n")
+    with pytest.raises(VarProblem, match="No such file"):  # on the controller: named before anything connects
+        from_vars("node01", {"provision_bmc_address": "127.100.1.5", "provision_bmc_username": "admin",
+                             "provision_bmc_password_file": "/nonexistent/pw"})
+    label, host = local.this_host("node01", None, (hosts,), inventory.Vault())
+    assert host.name == "node01" and host.has_bmc
+    with bmcvars.shapes_only():
+        assert from_vars("node01", host.vars).password_file == "/nonexistent/pw"
