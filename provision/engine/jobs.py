@@ -1,6 +1,7 @@
 """Plan checks into jobs by scope: which hosts each job covers, and what its check sees of them."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from provision.checks import Check
@@ -61,10 +62,12 @@ def pairs(names: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def by_name(check: Check, names: tuple[str, ...]):
+def by_name(check: Check, names: tuple[str, ...], variables: Mapping[str, dict] | None = None):
     """The target of a job known only by its hosts' names (a saved result): stand-in hosts addressed by
-    their names, enough to build the check's steps again and learn each output's parser."""
-    return target(check, tuple(Host(name, name, 22, "", None, None, None) for name in names))
+    their names, with the variables the report kept of each (``variables``: name -> ``HostRecord.vars``, which
+    decide some steps: a BMC's inventory), enough to build the check's steps again and learn each output's parser."""
+    return target(check, tuple(Host(name, name, 22, "", None, None, None, vars=dict((variables or {}).get(name) or {}))
+                               for name in names))
 
 
 def target(check: Check, hosts: tuple):

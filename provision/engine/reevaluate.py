@@ -53,7 +53,8 @@ def reevaluate(rundir: RunDir, run: Run, profile_name: str | None) -> list[Check
             continue
         texts = {raw.key: rundir.read(raw.path, f"{rundir.report}: {result.check} on {result.host}")
                  for raw in result.raw}
-        again = verdict(check, result.hosts, result.scope, profile, texts, by_name(check, result.hosts))
+        kept = {h: r.vars for h, r in run.hosts.items()}
+        again = verdict(check, result.hosts, result.scope, profile, texts, by_name(check, result.hosts, kept))
         again.duration_s, again.raw, again.evidence = result.duration_s, result.raw, result.evidence
         out.append(again)
     return out

@@ -260,7 +260,8 @@ class HostRecord:
 
 
 JUDGED_VARS = ("provision_reference_overrides", "provision_storage", "provision_check_timeouts",
-               "provision_regression")
+               "provision_regression", "provision_bmc_address", "provision_bmc_protocol")  # the BMC's: which steps
+# a check asked of it (firmware's inventory), never its credentials
 REGRESSION = "regression"  # the check id of provision.history.regress's results (judged against history)
 
 
