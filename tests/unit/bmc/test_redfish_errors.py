@@ -3,7 +3,6 @@ stub on 127.0.0.1 (tests/unit/bmc/_stub.py): wrong password, TLS (expired, unkno
 garbage JSON, a SEL over the cap. No password in any of them."""
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -94,9 +93,8 @@ def test_connection_refused(password_file, tmp_path):
 def test_a_hung_bmc_costs_one_timeout(password_file):
     silent = _stub.Silent()
     try:
-        started = time.monotonic()
         text = failure(config(silent.port, password_file, None), timeout=1)
-        assert time.monotonic() - started < 3  # the library's own default: 11 tries, 1 s sleep after each
+        assert len(silent.held) == 1  # one connection, not the library's default of 11 tries (bench/bmc_timeouts.py)
         assert text.endswith("GET /redfish/v1/: no answer within 1 s")
     finally:
         silent.close()

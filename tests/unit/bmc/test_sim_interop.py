@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 
 import pytest
 import yaml
@@ -89,10 +88,9 @@ def test_faults_are_one_line(sim_bmc, fault, words):
 def test_unresponsive_costs_one_timeout(sim_bmc):
     cfg, _, faults, _ = sim_bmc
     faults["bmc_unresponsive"] = {}
-    started = time.monotonic()
-    with pytest.raises(BmcError, match="no answer within 1 s"):
+    with pytest.raises(BmcError, match="no answer within 1 s") as caught:
         client.connect(cfg, 1)
-    assert time.monotonic() - started < 3
+    assert cfg.address in str(caught.value) and "\n" not in str(caught.value)  # its cost: bench/bmc_timeouts.py
 
 
 @pytest.mark.skipif(not __import__("shutil").which("ipmitool"), reason="ipmitool is not installed")

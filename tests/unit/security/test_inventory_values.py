@@ -127,9 +127,9 @@ def test_a_few_aliases_are_fine(read_inventory):
 
 def test_a_host_in_two_sources_is_merged_as_ansible_does_and_named_in_a_warning(tmp_path):
     (tmp_path / "a.yml").write_text(host("gpu01"))
-    (tmp_path / "b.yml").write_text("all:\n  hosts:\n    gpu01: {ansible_host: 10.6.6.6}\n    gpu02: {}\n")
+    (tmp_path / "b.yml").write_text("all:\n  hosts:\n    gpu01: {ansible_host: 127.0.9.66}\n    gpu02: {}\n")
     found = inventory.read([tmp_path / "a.yml", tmp_path / "b.yml"])
-    assert found.host("gpu01").address == "10.6.6.6"  # Ansible's merge: the later source wins
+    assert found.host("gpu01").address == "127.0.9.66"  # Ansible's merge: the later source wins
     assert [w for w in found.warnings if "gpu01" in w] == [
         f"host gpu01 is defined in 2 inventory sources ({tmp_path}/a.yml, {tmp_path}/b.yml): "
         "Ansible merges them, the last one's variables win"]
