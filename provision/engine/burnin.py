@@ -38,7 +38,7 @@ from provision.engine.scheduler import Scheduler
 from provision.engine.transport import CommandResult, Connection, Transport
 from provision.engine.verdict import verdict
 from provision.errors import CommandError, ParseError, ProfileError
-from provision.inventory import Host
+from provision.inventory import Host, bmcvars
 from provision.targets import Target
 from provision.results.events import JobFinished, JobStarted, Planned
 from provision.results.model import CheckResult, HostRecord, Outcome, RawOutput, Scope
@@ -54,7 +54,6 @@ CONNECTS_AT_ONCE = 64
 # Stack of each worker thread: a job's thread runs the engine, paramiko and a parser, none deeply
 # recursive; 8 MiB (glibc's default) reserves 10 GiB of address space at 1,250 threads.
 THREAD_STACK_BYTES = 1024 * 1024
-BOOT_ID_VAR, DEFAULT_BOOT_ID_PATH = "provision_boot_id_path", "/proc/sys/kernel/random/boot_id"  # provision.bmc.config
 _BOOT_ID = re.compile(r"[0-9a-fA-F-]{16,64}")  # a boot id: random(4)'s UUID text (a simulated node's too)
 
 
@@ -378,7 +377,7 @@ class Burnin:
         # the kernel: the history's stack fingerprint (provision.history); the boot time (proc(5), /proc/stat btime):
         # where the node's BMC event log is judged from (the bmc check: since the node booted, or the run began)
         # and its boot id (``provision_boot_id_path``): what a power cycle of it must change (engine.recovery)
-        boot_id = str(state.host.vars.get(BOOT_ID_VAR) or DEFAULT_BOOT_ID_PATH)
+        boot_id = str(state.host.vars.get(bmcvars.BOOT_ID_PATH) or bmcvars.DEFAULT_BOOT_ID_PATH)
         kernel = state.connected.run(["sh", "-c", f"uname -r; grep '^btime ' /proc/stat; cat {shlex.quote(boot_id)}"],
                                      30.0)
         lines = kernel.stdout.strip().splitlines()
