@@ -26,6 +26,7 @@ COMMANDS = {  # verb -> its module, whose main(args) runs it
     "evaluate": "provision.commands.evaluate", "inventory": "provision.commands.inventory",
     "checks": "provision.commands.checks", "parse": "provision.commands.parse", "fabric": "provision.commands.fabric",
     "history": "provision.commands.history", "report": "provision.commands.report", "bmc": "provision.commands.bmc",
+    "health": "provision.commands.health",
 }
 
 
@@ -118,7 +119,44 @@ def _parser() -> argparse.ArgumentParser:
     _history_parser(sub)
     _report_parser(sub)
     _bmc_parser(sub)
+    _health_parser(sub)
     return p
+
+
+def _health_parser(sub) -> None:
+    from provision.health import modes
+
+    he = sub.add_parser("health", help="the node-local health check slurmd runs between jobs (HealthCheckProgram, "
+                        "Prolog, Epilog), in LBNL NHC's place: cheap checks of this machine within a time budget; "
+                        "silent when healthy, one NHC-style line and exit 1 when not")
+    he.add_argument("--config", metavar="FILE", help="this node as the health_check role describes it (default "
+                    "/etc/provision/health.json)")
+    he.add_argument("-i", "--inventory", action="append", help="read this node from an inventory instead (slower: "
+                    "Ansible's inventory code, about a second of CPU)")
+    he.add_argument("--host", help="with -i: this machine's inventory name (default: its host name)")
+    he.add_argument("--profile", help="no inventory: judge this machine against this bundled hardware profile")
+    _vault_options(he)
+    he.add_argument("--mode", choices=tuple(modes.MODES), default="periodic", help="periodic (HealthCheckProgram, "
+                    "cron, a timer; budget 30 s), prolog (budget 10 s) or epilog (budget 30 s; checks that load the "
+                    "GPUs may be named, and run only when no process uses a GPU); in prolog and epilog the health "
+                    "check's own failures exit 0 so that Slurm never drains a node for them")
+    he.add_argument("--budget", metavar="SECONDS", help="the whole call's time budget (default: the mode's); a check "
+                    "still running then is cut: the health check's error, not the node's (exit 142 in periodic)")
+    he.add_argument("--checks", help="comma-separated check ids (default: the health set)")
+    he.add_argument("--drain", choices=("self", "none"), default="none", help="self: drain this node in Slurm "
+                    "(scontrol) with a reason starting 'provision-health:' when a check fails, resume it when that "
+                    "reason is ours and every check passes; never touch a node someone else drained or that is DOWN")
+    he.add_argument("--state-dir", default="/var/lib/provision/health", help="where last.json is kept (the last "
+                    "result and the Xid window; default /var/lib/provision/health)")
+    he.add_argument("--textfile-dir", metavar="DIR", help="also write provision_health.prom here (node_exporter's "
+                    "textfile collector folder)")
+    he.add_argument("--ack-xid", action="store_true", help="judge only the Xids logged from now on (after a GPU "
+                    "was repaired without a reboot)")
+    he.add_argument("--keep-run", action="store_true", help="keep a run folder (report.json, JUnit, raw outputs) "
+                    "under the runs folder, as a burn-in does; default: none")
+    he.add_argument("--run-id", help="with --keep-run: the run folder's name")
+    _history_option(he)
+    he.add_argument("-v", "--verbose", action="store_true", help="a line per check, healthy or not")
 
 
 def _bmc_run_options(c: argparse.ArgumentParser) -> None:

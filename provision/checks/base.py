@@ -176,6 +176,7 @@ class CheckSet:
     purpose: str
     tags: tuple[str, ...] = ()
     schedule: str = "quick"
+    budget_s: float | None = None  # the most a run of it may take on a node (its runner cuts it there); None: no cap
 
     @property
     def tagged(self) -> tuple[str, ...]:
@@ -194,11 +195,15 @@ class InSet:
 
 # The sets: ``quick`` for nightly runs, ``deep`` for every check at the profile's (short) durations, ``acceptance``
 # for a new node. A site's own tag on its checks is a set of that name too (``provision.checks.sets``).
+LOADS = ("", "gpu", "hca", "disk")  # Budget.loads
 SETS = (
     CheckSet("quick", "nightly: each node's configuration, links and HCA bandwidth; no stress, no cluster procedure"),
     CheckSet("deep", "every check at the profiles' durations (gpu-burn 60 s: a smoke test, not a burn-in)"),
     CheckSet("acceptance", "a new node: every check with real durations (gpu-burn 30 min, DCGM level 3)",
              tags=("deep", "acceptance"), schedule="full"),
+    # budget_s: provision.health.modes' periodic budget (tests/unit/health/test_modes.py keeps them equal)
+    CheckSet("health", "between jobs (`provision health`, run by slurmd): reads of state that end in seconds, "
+             "no load on a GPU, HCA or disk; time per node: its budget", budget_s=30.0),
 )
 
 
@@ -260,13 +265,22 @@ class Budget:
     time; None: a short check, its timeout bounds it (``provision.checks.sets.time_per_node``). ``sets``: the named
     check sets it belongs to (``burnin --check-set quick``). ``optional``: run only when a set or ``--checks`` names
     it, never in a run of every check (dcgm_mndiag: an hour of stress over a whole NVLink domain). ``set_params``: set
-    name -> how it runs there (``InSet``: its test parameters and timeout)."""
+    name -> how it runs there (``InSet``: its test parameters and timeout). ``loads``: what its steps put load on while
+    they run, which a job on the node would feel: "gpu" (gpu-burn, NCCL, nvbandwidth, DCGM's diagnostics, CUDA memory
+    for GPUDirect), "hca" (RDMA traffic), "disk" (fio); "" for a check that only reads state (a query of nvidia-smi,
+    the kernel log, sysfs, lspci, ibstat). ``provision health`` runs only checks that load nothing while a job may hold
+    the node (``provision.health``)."""
 
     timeout_s: float = 120.0
     expected_s: Callable[[Any], float] | None = None
     sets: tuple[str, ...] = ()
     optional: bool = False
     set_params: dict[str, InSet] = field(default_factory=dict)
+    loads: str = ""
+
+    def __post_init__(self) -> None:
+        if self.loads not in LOADS:
+            raise ValueError(f"Budget.loads: {self.loads!r} is not one of {', '.join(map(repr, LOADS))}")
 
 
 @dataclass(frozen=True)

@@ -129,5 +129,5 @@ def _host(host, entry: dict | None, count: int, cut: tuple[int | None, bool, str
 
 CHECK = Check(id="dcgm_mndiag", tool="dcgmi mndiag", steps=steps, judge=judge, order=118,
               placement=Placement(scope=Scope.GROUP, needs=("gpu", "imex", "mndiag"), per_nvlink_domain=True),
-              budget=Budget(timeout_s=TIME_TO_RUN_S + 600, sets=("acceptance",), optional=True),
+              budget=Budget(loads="gpu", timeout_s=TIME_TO_RUN_S + 600, sets=("acceptance",), optional=True),
               data=Data(metrics={"mndiag_result": "", "mndiag_gpus": "", "mndiag_gpu_result": ""}))

@@ -74,6 +74,6 @@ REFERENCES: dict[str, dict] = {
 
 CHECK = Check(id="ecc_counters", tool="nvidia-smi --query-gpu=ecc.*", steps=steps, judge=judge, order=25,
               placement=Placement(needs=("gpu", "ecc")),
-              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              budget=Budget(timeout_s=60, sets=("quick", "deep", "health")),
               data=Data(metrics={"gpu_count": "", **{metric: "errors" for metric in CORRECTED.values()}},
                         params=PARAMS, references=REFERENCES))

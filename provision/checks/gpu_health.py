@@ -174,5 +174,5 @@ PARAMS: dict[str, dict] = {
 
 CHECK = Check(id="gpu_health", tool="nvidia-smi -q -x", steps=steps, judge=judge, order=10,
               placement=Placement(needs=("gpu",), rules={"pcie": ("pcie_gpu",)}),
-              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              budget=Budget(timeout_s=60, sets=("quick", "deep", "health")),
               data=Data(metrics={"gpu_count": "", "temp_C": "C"}, params=PARAMS))

@@ -60,5 +60,5 @@ def judge(ctx: Context) -> list[Finding]:
 
 CHECK = Check(id="gpu_settings", tool="nvidia-smi -q -x", steps=steps, judge=judge, order=36,
               placement=Placement(needs=("gpu",)),
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep", "health")),
               data=Data(metrics={}))

@@ -136,7 +136,7 @@ PARAMS = {
 
 CHECK = Check(id="gpu_stress", tool="gpu_burn + dcgmi diag", steps=steps, judge=judge, order=90,
               placement=Placement(needs=("gpu",)),
-              budget=Budget(timeout_s=1800, expected_s=expected_s, sets=("deep",),
+              budget=Budget(loads="gpu", timeout_s=1800, expected_s=expected_s, sets=("deep",),
                             set_params={"acceptance": InSet({"gflops": {"duration_s": ACCEPTANCE_BURN_S}},
                                                               timeout_s=ACCEPTANCE_TIMEOUT_S)}),
               data=Data(metrics={"gflops": "Gflop/s"}, params=PARAMS))

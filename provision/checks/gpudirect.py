@@ -114,5 +114,5 @@ PARAMS = {
 
 CHECK = Check(id="gpudirect", tool="ib_write_bw --use_cuda", steps=steps, judge=judge, order=55,
               placement=Placement(needs=("gpu", "hca"), uses=("topology",)),
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(loads="gpu", timeout_s=30, sets=("quick", "deep")),
               data=Data(metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS))

@@ -112,5 +112,5 @@ def judge(ctx: Context) -> list[Finding]:
 
 
 CHECK = Check(id="host_settings", tool="/proc + sysfs + ibv_devinfo", steps=steps, judge=judge, order=38,
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep", "health")),
               data=Data(metrics={}))

@@ -29,6 +29,6 @@ PEAKS = {"bw_avg_Gbps": "hca_port"}
 
 CHECK = Check(id="ib_pairs", tool="ib_write_bw", steps=steps, judge=judge, order=110,
               placement=Placement(scope=Scope.PAIR, needs=("hca",)),
-              budget=Budget(timeout_s=60, sets=("deep",)),
+              budget=Budget(loads="hca", timeout_s=60, sets=("deep",)),
               data=Data(metrics={"bw_avg_Gbps": "Gb/s"}, references_from=("ib_write_bw",), peaks=PEAKS,
                         role=Role.PAIR_EVIDENCE))

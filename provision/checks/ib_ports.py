@@ -35,5 +35,5 @@ PEAKS = {"rate_Gbps": "hca_port"}
 
 CHECK = Check(id="ib_ports", tool="ibstat", steps=steps, judge=judge, order=46,
               placement=Placement(needs=("hca",)),
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep", "health")),
               data=Data(metrics={"ib_port_count": "", "rate_Gbps": "Gb/s"}, peaks=PEAKS))

@@ -43,5 +43,5 @@ PEAKS = {"bw_avg_Gbps": "hca_port"}
 
 CHECK = Check(id="ib_write_bw", tool="ib_write_bw", steps=steps, judge=judge, order=50,
               placement=Placement(needs=("hca",)),
-              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              budget=Budget(loads="hca", timeout_s=60, sets=("quick", "deep")),
               data=Data(metrics={"bw_avg_Gbps": "Gb/s"}, params=PARAMS, peaks=PEAKS))

@@ -104,6 +104,6 @@ def _connections(nodes: list[dict]) -> Finding:
 
 CHECK = Check(id="imex", tool="nvidia-imex-ctl -N -j -H", steps=steps, judge=judge, order=46,
               placement=Placement(needs=("imex",)),
-              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              budget=Budget(timeout_s=60, sets=("quick", "deep", "health")),
               data=Data(metrics={"imex_domain_state": "", "imex_daemon_status": "", "imex_node_status": "",
                                  "imex_pairs_not_connected": "", "imex_channel0_present": "", "imex_node_listed": ""}))

@@ -48,5 +48,5 @@ PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 CHECK = Check(id="nccl_allreduce", tool="all_reduce_perf", steps=steps, judge=judge, order=70,
               placement=Placement(needs=("gpu",)),
-              budget=Budget(timeout_s=300, sets=("deep",)),
+              budget=Budget(loads="gpu", timeout_s=300, sets=("deep",)),
               data=Data(metrics={"busbw_GBps": "GB/s"}, params=PARAMS, peaks=PEAKS))

@@ -57,5 +57,5 @@ PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 CHECK = Check(id="nccl_cluster", tool="mpirun", steps=steps, judge=judge, order=120,
               placement=Placement(scope=Scope.GROUP, needs=("gpu", "hca")),
-              budget=Budget(timeout_s=300, sets=("deep",)),
+              budget=Budget(loads="gpu", timeout_s=300, sets=("deep",)),
               data=Data(metrics={"busbw_GBps": "GB/s"}, params=PARAMS, peaks=PEAKS, role=Role.GROUP_EVIDENCE))

@@ -111,5 +111,5 @@ PEAKS = {"h2d_GBps": "gpu_pcie", "d2d_GBps": "gpu_nvlink_or_pcie"}
 
 CHECK = Check(id="nvbandwidth", tool="nvbandwidth", steps=steps, judge=judge, order=60,
               placement=Placement(needs=("gpu",)),
-              budget=Budget(timeout_s=300, sets=("deep",)),
+              budget=Budget(loads="gpu", timeout_s=300, sets=("deep",)),
               data=Data(metrics={"gpu_count": "", "h2d_GBps": "GB/s", "d2d_GBps": "GB/s"}, params=PARAMS, peaks=PEAKS))

@@ -67,5 +67,5 @@ def _gpu(device: str, links: list[dict], nv: NVLink) -> list[Finding]:
 
 CHECK = Check(id="nvlink", tool="nvidia-smi nvlink -s", steps=steps, judge=judge, order=44,
               placement=Placement(needs=("gpu", "nvlink")),
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep", "health")),
               data=Data(metrics={"gpu_count": "", "nvlink_active_links": ""}))

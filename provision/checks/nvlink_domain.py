@@ -93,5 +93,5 @@ PEAKS = {"busbw_GBps": "nvlink_busbw"}
 
 CHECK = Check(id=CHECK_ID, tool="mpirun", steps=steps, judge=judge, order=110,
               placement=Placement(scope=Scope.GROUP, needs=("gpu", "nvlink_domain"), per_nvlink_domain=True),
-              budget=Budget(timeout_s=300, sets=("deep",)),
+              budget=Budget(loads="gpu", timeout_s=300, sets=("deep",)),
               data=Data(metrics={"busbw_GBps": "GB/s", "mnnvl_run": ""}, params=PARAMS, peaks=PEAKS))

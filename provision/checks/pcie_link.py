@@ -87,6 +87,6 @@ def _at_least(name: str, metric: str, value: float | None, want: float, unit: st
 
 CHECK = Check(id="pcie_link", tool="lspci", steps=steps, judge=judge, order=40,
               placement=Placement(needs=("gpu",), rules={"gpu": ("pcie_gpu",), "hca": ("hca",)}),
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep", "health")),
               data=Data(metrics={"gpu_count": "", "hca_count": "", "lnksta_speed_GTps": "GT/s",
                                  "lnksta_width": "lanes"}))

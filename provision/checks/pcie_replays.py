@@ -113,5 +113,5 @@ PARAMS: dict[str, dict] = {METRIC: {"properties": {}}}
 
 CHECK = Check(id=CHECK_ID, tool="nvidia-smi -q -x + /proc/uptime", steps=steps, judge=judge, order=27,
               placement=Placement(needs=("gpu",)),
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep", "health")),
               data=Data(metrics={"gpu_count": "", METRIC: UNIT}, params=PARAMS, references=REFERENCES))

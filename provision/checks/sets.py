@@ -6,7 +6,8 @@ run's report keeps them and a re-evaluation judges the same way), and how long i
 Time per node (``time_per_node``): the node checks of the set that apply to the profile run one after another
 on every node at once, so a node is held for the sum over them of the check's ``expected_s`` (a check whose
 tools run for a set time: gpu_stress's gpu-burn duration and DCGM level 3) or, for the others, each step at its
-timeout (the engine kills a step there): an upper figure, most checks end in seconds. The pair and group rounds
+timeout (the engine kills a step there): an upper figure, most checks end in seconds; a set with a budget
+(``CheckSet.budget_s``: ``health``) at most that. The pair and group rounds
 of the cluster procedure come after and depend on the fabric (``bench/localize.py`` counts its rounds).
 README's sets table is ``markdown_table()``, on ``REFERENCE_PROFILE``.
 """
@@ -85,7 +86,8 @@ def time_per_node(name: str, registry: dict[str, Check], profile_name: str = REF
             continue
         timeout = float(variables.get(TIMEOUTS, {}).get(check_id, check.timeout_s))
         total += check.expected_s(profile) if check.expected_s else len(check.steps(profile, host)) * timeout
-    return total
+    budget = declared(registry)[name].budget_s if name in declared(registry) else None
+    return min(total, budget) if budget is not None else total
 
 
 def minutes(seconds: float) -> str:

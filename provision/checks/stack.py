@@ -103,5 +103,5 @@ def _judge_packages(result: dict, profile) -> list[Finding]:
 
 
 CHECK = Check(id="stack", tool="nvidia-smi + nvcc + dpkg-query or rpm", steps=steps, judge=judge, order=30,
-              budget=Budget(timeout_s=60, sets=("quick", "deep")),
+              budget=Budget(timeout_s=60, sets=("quick", "deep", "health")),
               data=Data(metrics={}))

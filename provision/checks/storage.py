@@ -112,5 +112,5 @@ PARAMS = {
 
 CHECK = Check(id="storage", tool="cat bonding + fio", steps=steps, judge=judge, order=75,
               placement=Placement(needs=("storage",)),
-              budget=Budget(timeout_s=300, sets=("deep",)),
+              budget=Budget(loads="disk", timeout_s=300, sets=("deep",)),
               data=Data(metrics={"write_bw_MiBps": "MiB/s", "speed_Mbps": "Mb/s"}, params=PARAMS))

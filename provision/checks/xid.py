@@ -14,6 +14,9 @@ tools/xid_catalogue.py from https://docs.nvidia.com/deploy/xid-errors/analyzing-
   with no bucket published (162-172): a failure with that action.
 - a number the catalogue does not hold: a failure, XID_UNKNOWN.
 
+With the host variable ``provision_xid_after_s`` (``provision health`` sets it) only the Xids logged after that many
+seconds since boot are judged: an Xid already judged by a passing health check is not judged again.
+
 A warning is a passing finding whose detail says "warning"; the latest recovery action an Xid 154
 named for a GPU is reported beside that GPU's other Xids. Fault codes: XID_<n> where the fault
 catalogue (faults.yaml) has a row for that Xid, else XID_<bucket>.
@@ -36,6 +39,8 @@ BUCKET_CODES = {"restart_app": "XID_RESTART_APP", "ignore": "XID_IGNORE", "reset
                 "contact_support": "XID_CONTACT_SUPPORT", "workflow_nvlink5_err": "XID_NVLINK5",
                 "check_mechanicals": "XID_CHECK_MECHANICALS", "update_swfw": "XID_UPDATE_SWFW",
                 "restart_vm": "XID_RESTART_VM", "check_uvm": "XID_CHECK_UVM", "": "XID_UNCLASSIFIED"}
+AFTER_VAR = "provision_xid_after_s"  # host variable: the window's start (``window``)
+_STAMP = re.compile(r"\s*\[\s*(\d+\.\d+)\]")  # dmesg's default prefix: seconds since boot (``[%5lu.%06lu]``)
 _RECOVERY = re.compile(r"recovery action changed from \S+ \(([^)]*)\) to \S+ \(([^)]*)\)", re.IGNORECASE)
 
 
@@ -77,15 +82,49 @@ def steps(profile, host) -> list[Step]:
 
 def judge(ctx: Context) -> list[Finding]:
     log = ctx.parsed[""]
-    xid79 = {e["pci"].lower() for e in log["xids"] if e["xid"] == 79}
+    after = window(getattr(ctx.target, "vars", {}) or {})
+    events = [e for e in log["xids"] if after is None or not logged_by(e, after)]
+    old79 = {e["pci"].lower() for e in log["xids"] if e["xid"] == 79 and e not in events}
+    xid79 = {e["pci"].lower() for e in events if e["xid"] == 79}
     findings = [Finding(device=f"PCI {pci}", metric="fallen_off_bus", value=True, ok=False, fault="XID_79",
                         action=faults.action("XID_79"), detail="GPU has fallen off the bus")
-                for pci in log["fallen_off_bus"] if pci.lower() not in xid79]
-    recovery = _recovery_actions(log["xids"])
-    for event in log["xids"]:
+                for pci in log["fallen_off_bus"] if pci.lower() not in xid79 and _short(pci) not in old79]
+    recovery = _recovery_actions(events)
+    for event in events:
         findings.append(_finding(event, recovery.get(event["pci"].lower())))
-    findings.append(Finding(device="node", metric="xid_count", value=len(log["xids"]), ok=True))
+    findings.append(Finding(device="node", metric="xid_count", value=len(events), ok=True,
+                            detail=f"logged after {after:g} s since boot ({AFTER_VAR}): "
+                                   f"{len(log['xids']) - len(events)} earlier Xid(s) not judged again"
+                            if after is not None else ""))
     return findings
+
+
+def window(variables: dict) -> float | None:
+    """``provision_xid_after_s``: judge only the Xids the kernel logged after this many seconds since boot (``provision
+    health`` sets it to the last kernel log line its previous passing call read, on the same boot); None: since boot."""
+    value = variables.get(AFTER_VAR)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+
+def logged_by(event: dict, after: float) -> bool:
+    """Whether ``event`` was logged at or before ``after`` seconds since boot (its ``[seconds.micro]`` stamp); an
+    event with no such stamp (``dmesg -T``, journal lines) is never taken as old."""
+    match = _STAMP.match(event.get("timestamp") or "")
+    return match is not None and float(match.group(1)) <= after
+
+
+def last_stamp(text: str) -> float | None:
+    """The ``[seconds.micro]`` stamp of the last kernel log line of ``text`` that has one (None when none has)."""
+    for line in reversed(text.splitlines()):
+        match = _STAMP.match(line)
+        if match:
+            return float(match.group(1))
+    return None
+
+
+def _short(pci: str) -> str:
+    parts = pci.lower().split(".")[0].split(":")
+    return ":".join([parts[0][-4:], *parts[1:]]) if len(parts) == 3 else pci.lower()
 
 
 def _recovery_actions(events: list[dict]) -> dict[str, str]:
@@ -129,5 +168,5 @@ def _finding(event: dict, recovery: str | None) -> Finding:
 
 CHECK = Check(id="xid", tool="dmesg", steps=steps, judge=judge, order=20,
               placement=Placement(needs=("gpu",)),
-              budget=Budget(timeout_s=30, sets=("quick", "deep")),
+              budget=Budget(timeout_s=30, sets=("quick", "deep", "health")),
               data=Data(metrics={"xid_count": ""}))

@@ -34,7 +34,7 @@ from provision.checks import references
 from provision.errors import MissingProgramError, ProfileError
 from provision.profiles import Profile
 from provision.inventory import bmcvars, sshargs
-from provision.inventory.model import NVLINK_DOMAIN_VAR, Host, Problem
+from provision.inventory.model import NVLINK_DOMAIN_VAR, PROFILE_NAME, SAFE_NAME, Host, Problem  # noqa: F401
 from provision.inventory._ansible import INTERNAL_VARS, AnsibleError, Session, one_line, origin
 
 ADDRESS = ("ansible_host", "ansible_ssh_host")
@@ -51,10 +51,6 @@ WEAK_SSH = re.compile(r"StrictHostKeyChecking\s*[= ]\s*[\"']?(no|off|false|accep
                       r"UserKnownHostsFile\s*[= ]\s*[\"']?(/dev/null|none)\b", re.IGNORECASE)
 SSH = "ssh"
 CONNECTIONS = ("ssh", "ansible.builtin.ssh", "smart")  # smart is ssh (ansible-core 2.19)
-# what DNS names and Ansible's groups need; at most 200 characters, so that a file named after the host
-# (junit/<host>.xml and its temporary twin) stays within Linux's 255-byte NAME_MAX
-SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}\Z")
-PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
 SITE_FACTS = profiles.SITE_FACTS  # site.schema.json's facts: one list, the profiles' (provision_firmware included)
 TEMPLATED = ("provision_reference_overrides", "provision_check_timeouts") + SITE_FACTS

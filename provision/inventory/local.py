@@ -13,7 +13,7 @@ from pathlib import Path
 
 from provision.errors import InventoryError, ProvisionError
 from provision.inventory import Host, Inventory, Vault, bmcvars, read
-from provision.inventory.fields import PROFILE_NAME, SAFE_NAME
+from provision.inventory.model import PROFILE_NAME, SAFE_NAME
 
 
 def this_host(name: str | None, profile: str | None, sources: tuple[Path, ...], vault: Vault) -> tuple[str, Host]:

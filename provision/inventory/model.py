@@ -3,12 +3,18 @@
 import it without importing each other."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from provision.errors import InventoryError
 
 NVLINK_DOMAIN_VAR = "provision_nvlink_domain"  # the inventory's name for a host's NVLink domain
 BMC_ADDRESS_VAR = "provision_bmc_address"  # the inventory's name for a host's BMC (provision.bmc.config)
+
+# what DNS names and Ansible's groups need; at most 200 characters, so that a file named after the host
+# (junit/<host>.xml and its temporary twin) stays within Linux's 255-byte NAME_MAX
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}\Z")
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 @dataclass(frozen=True)

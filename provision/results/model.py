@@ -259,9 +259,10 @@ class HostRecord:
                 **({"kernel": self.kernel} if self.kernel is not None else {})}
 
 
+# The BMC's: which steps a check asked of it (firmware's inventory), never its credentials; the Xid window
+# ``provision health`` judged by (provision.checks.xid.window).
 JUDGED_VARS = ("provision_reference_overrides", "provision_storage", "provision_check_timeouts",
-               "provision_regression", "provision_bmc_address", "provision_bmc_protocol")  # the BMC's: which steps
-# a check asked of it (firmware's inventory), never its credentials
+               "provision_regression", "provision_bmc_address", "provision_bmc_protocol", "provision_xid_after_s")
 REGRESSION = "regression"  # the check id of provision.history.regress's results (judged against history)
 
 

@@ -55,17 +55,17 @@ class Breaker:
             return self.most, f"--drain-max {self.most}"
         cap = max(1, int(self.share * len(states) + 1e-9))
         recent = self.recent(states, prefix, now or datetime.now())
-        why = (f"at most {cap} per {_hours(self.window_s)} ({self.share * 100:g} % of {len(states)} Slurm nodes), "
+        why = (f"at most {cap} per {span(self.window_s)} ({self.share * 100:g} % of {len(states)} Slurm nodes), "
                f"{len(recent)} of them already drained by this tool in that time")
         return max(0, cap - len(recent)), why
 
     def recent(self, states: dict[str, NodeState], prefix: str, now: datetime) -> list[str]:
         """The nodes held with this tool's reason, set within the window (or with no readable stamp)."""
         start = now - timedelta(seconds=self.window_s)
-        return [n for n, s in states.items() if s.held() and s.reason.startswith(prefix) and _since(s) >= start]
+        return [n for n, s in states.items() if s.held() and s.reason.startswith(prefix) and set_at(s) >= start]
 
 
-def _since(state: NodeState) -> datetime:
+def set_at(state: NodeState) -> datetime:
     """When its reason was set; datetime.max (within any window) when Slurm printed no readable stamp."""
     try:
         return datetime.fromisoformat(state.since) if state.since else datetime.max
@@ -73,5 +73,5 @@ def _since(state: NodeState) -> datetime:
         return datetime.max
 
 
-def _hours(seconds: float) -> str:
+def span(seconds: float) -> str:
     return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds / 60:g} min"

@@ -53,7 +53,7 @@ def test_time_per_node_is_the_checks_durations_and_timeouts():
 
 def test_the_sets_are_chosen_by_name():
     registry = checks.registry()
-    assert [s.name for s in SETS] == ["quick", "deep", "acceptance"]
+    assert [s.name for s in SETS] == ["quick", "deep", "acceptance", "health"]
     assert select.check_set("acceptance", in_set("acceptance", host()), None) == list(registry)  # a new node: all
     every = [c for c, check in registry.items() if not check.optional]  # a run of every check
     assert select.check_set("deep", in_set("deep", host()), None) == every  # kept: every check, short durations
@@ -61,6 +61,9 @@ def test_the_sets_are_chosen_by_name():
     quick = select.check_set("quick", in_set("quick", host()), None)
     # no stress: node checks of no set duration, and group checks that run no tool (firmware_fleet compares outputs)
     assert all((registry[c].scope is Scope.NODE or registry[c].gathers) and not registry[c].expected_s for c in quick)
+    health = select.check_set("health", in_set("health", host()), None)  # between jobs: reads of state only
+    assert health and all(registry[c].scope is Scope.NODE and not registry[c].budget.loads for c in health)
+    assert set(health) <= set(quick)
     assert select.schedule("acceptance", None) == "full" and select.schedule("acceptance", "quick") == "quick"
     assert select.schedule("quick", None) == select.schedule(None, None) == select.schedule("deep", None) == "quick"
 

@@ -1,0 +1,274 @@
+"""``provision health``: the node-local health check slurmd runs between jobs (``provision.health``).
+
+Prints nothing when the node is healthy (``-v``: a line per check), else one line as LBNL NHC's (``ERROR:  nhc:
+Health check failed:  ...``); with ``--drain self`` the lines of what it did in Slurm, prefixed ``provision-health:
+slurm:``. Exit statuses: ``provision.health.modes``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from provision import arguments, checks as checks_pkg
+from provision.errors import ParseError, ProvisionError, not_written
+from provision.health import modes, node as health_node, selfdrain, state
+from provision.results.model import HostRecord, JUDGED_VARS, Outcome, Run, Scope
+
+NAME = "provision-health"  # as NHC's "nhc" in its lines
+STATE_DIR = Path("/var/lib/provision/health")
+
+
+def main(args: argparse.Namespace) -> int:
+    mode = modes.MODES[args.mode]
+    budget = _budget(args.budget, mode)
+    node = _node(args)
+    from provision import targets
+
+    target = targets.build([node.host], "health")[0]
+    chosen = _checks(args.checks, target, mode)
+    say = print if args.verbose else (lambda line: None)
+    folder = Path(args.state_dir)
+    last = state.previous(folder)
+    boot_id = _boot_id(node.host.vars)
+    after = _ack_xid() if args.ack_xid else state.xid_after(last, boot_id)
+    if after is not None:
+        from provision.checks.xid import AFTER_VAR
+
+        target = targets.build([_with_vars(node.host, {AFTER_VAR: after})], "health")[0]
+    chosen, skipped = _idle_gpus(chosen, mode)
+    started = datetime.now(timezone.utc)
+    rundir = _kept_run(args) if args.keep_run or args.history is not None else None
+    from provision.health import runner
+
+    outcome = runner.run(target, chosen, budget, rundir, say)
+    results = outcome.results + skipped
+    verdict = _verdict(results, node.host.name)
+    status = modes.exit_status(mode, verdict, outcome.cut)
+    run = Run(run_id=f"health-{started:%Y%m%dT%H%M%SZ}", inventory=node.label, phases=["burnin"],
+              started=started.isoformat(timespec="seconds"),
+              hosts={node.host.name: HostRecord(node.host.profile, {k: target.host.vars[k] for k in JUDGED_VARS
+                                                                    if target.host.vars.get(k) is not None})},
+              results=results)
+    line = _line(run, node.host.name, verdict, outcome, budget)
+    if line:
+        print(line)
+    for result in results if args.verbose else ():
+        print(f"{NAME}: {result.check}: {result.outcome.value}: {result.message}")
+    done = _drain(args, node, run, verdict, outcome.cut)
+    if done.action == selfdrain.HELD and mode.own_errors_pass and status == modes.UNHEALTHY:
+        status = modes.OK  # the breaker holds: a shared cause, not this node; the job goes ahead (modes docstring)
+    record = {"node": node.host.name, "slurm_node": node.slurm_node, "mode": mode.name,
+              "started": run.started, "wall_s": round(outcome.wall_s, 3), "budget_s": budget, "verdict": verdict,
+              "cut": outcome.cut, "exit_status": status, "line": line,
+              "checks": [{"check": r.check, "outcome": r.outcome.value, "message": r.message,
+                          "duration_s": r.duration_s} for r in results],
+              "slurm": {"action": done.action, "lines": list(done.lines)}, "job_gpus": list(_job_gpus()),
+              "boot_id": boot_id, "xid_after_s": _next_window(results, outcome.rundir, node.host.name, after),
+              "ended_unix_s": round(time.time(), 3), **_cpu()}
+    _keep(folder, args.textfile_dir, record)
+    if rundir is not None:
+        _publish(rundir, run, args.history)
+    return status
+
+
+def _budget(given: str | None, mode: modes.Mode) -> float:
+    if given is None:
+        return mode.budget_s
+    try:
+        value = float(given)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise ProvisionError(f"--budget {given}: seconds, more than 0 and at most 3600")
+    return value
+
+
+def _node(args) -> health_node.Node:
+    if args.inventory or args.profile:
+        if args.config:
+            raise ProvisionError("health: --config, or -i INVENTORY / --profile NAME: give one")
+        from provision import inventory as inv
+
+        sources = tuple(inv.resolve_all(args.inventory)) if args.inventory else ()
+        return health_node.from_inventory(sources, args.host, args.profile, arguments.vault(args))
+    if args.host:
+        raise ProvisionError("health: --host goes with -i INVENTORY (the config file names its host)")
+    return health_node.from_config(Path(args.config or health_node.CONFIG))
+
+
+def _checks(given: str | None, target, mode: modes.Mode) -> list[str]:
+    """The checks of the call: ``--checks`` (node checks whose loads the mode allows), else the ``health`` set less the
+    profile's exclude_checks. Raises ProvisionError naming a check."""
+    from provision.checks import sets
+
+    registry = checks_pkg.registry()
+    if given is None:
+        return [c for c in sets.members("health", registry) if c not in target.profile.exclude_checks]
+    wanted = [c.strip() for c in given.split(",") if c.strip()]
+    for check_id in wanted:
+        check = registry.get(check_id)
+        if check is None:
+            raise ProvisionError(f"--checks: unknown check {check_id!r} (provision checks lists them)")
+        if check.scope is not Scope.NODE:
+            raise ProvisionError(f"--checks {check_id}: a {check.scope.value} check needs several nodes; a health "
+                                 "check judges this node only")
+        if check.budget.loads and check.budget.loads not in mode.loads:
+            allowed = [m.name for m in modes.MODES.values() if check.budget.loads in m.loads]
+            hint = f" (only in --mode {', '.join(allowed)}, when no process uses a GPU)" if allowed else ""
+            raise ProvisionError(f"--checks {check_id}: it loads the {check.budget.loads.upper()}s, which a job on "
+                                 f"this node would feel: not in --mode {mode.name}{hint}")
+    return [c for c in registry if c in wanted]
+
+
+def _idle_gpus(chosen: list[str], mode: modes.Mode):
+    """(the checks to run, skipped results): a check that loads the GPUs runs only when nvidia-smi lists no compute
+    process; otherwise it is skipped, naming the processes."""
+    from provision.results.model import CheckResult
+
+    registry = checks_pkg.registry()
+    loading = [c for c in chosen if registry[c].budget.loads]
+    if not loading:
+        return chosen, []
+    from provision.engine.local import LocalConnection
+    from provision.health import gpus
+
+    result = LocalConnection(None).run(gpus.QUERY, 10)
+    try:
+        busy = gpus.compute_processes(result.stdout) if result.rc == 0 else None
+    except ParseError:
+        busy = None
+    if busy == []:
+        return chosen, []
+    why = (f"GPUs in use: {', '.join(f'pid {p.pid} ({p.name}) on {p.bus_id}' for p in busy[:4])}" if busy else
+           f"cannot tell whether a GPU is in use (nvidia-smi exit {result.rc}: "
+           f"{(result.stderr or result.stdout).strip()[:120]})")
+    skipped = [CheckResult(c, ("",), Outcome.SKIPPED, f"not run: {why}; it loads the GPUs") for c in loading]
+    return [c for c in chosen if c not in loading], skipped
+
+
+def _verdict(results, host: str) -> str:
+    """pass, fail or error for ``host``: a failure wins (it judged the node), then an error (not judged)."""
+    mine = [r for r in results if host in r.hosts or r.hosts == ("",)]
+    if any(r.outcome is Outcome.FAIL for r in mine):
+        return "fail"
+    return "error" if any(r.outcome is Outcome.ERROR for r in mine) else "pass"
+
+
+def _line(run: Run, host: str, verdict: str, outcome, budget: float) -> str:
+    """NHC's one line: ``ERROR:  <name>:  Health check failed:  <check> <finding>``; for the health check's own
+    failures ``... could not finish:`` or ``... timed out ...``; '' when healthy."""
+    if verdict == "fail":
+        return f"ERROR:  {NAME}:  Health check failed:  {selfdrain.reason(run, host)[len(selfdrain.PREFIX):].strip()}"
+    if outcome.cut:
+        cut = next((r.check for r in outcome.results if r.outcome is Outcome.ERROR), "a check")
+        return f"ERROR:  {NAME}:  Health check timed out while running {cut} (budget {budget:g} s): not judged"
+    if verdict == "error":
+        first = next(r for r in run.results if r.outcome is Outcome.ERROR)
+        return f"ERROR:  {NAME}:  Health check could not finish:  {first.check}: {first.message[:200]}"
+    return ""
+
+
+def _drain(args, node, run: Run, verdict: str, cut: bool) -> selfdrain.Done:
+    if args.drain != "self":
+        return selfdrain.Done(selfdrain.NOTHING)
+    from provision.slurm.scontrol import Scontrol
+
+    wanted = selfdrain.reason(run, node.host.name) if verdict == "fail" else ""
+    done = selfdrain.apply(Scontrol(), node.slurm_node, verdict if not (cut and verdict == "pass") else "error",
+                           wanted)
+    for line in done.lines:
+        print(f"{NAME}: slurm: {line}")
+    return done
+
+
+def _keep(folder: Path, textfile_dir: str | None, record: dict) -> None:
+    """last.json and the textfile; a file that cannot be written is one warning line (NHC logs it and goes on)."""
+    writes = [lambda: state.save(folder, record)]
+    if textfile_dir:
+        writes.append(lambda: state.textfile(Path(textfile_dir), record))
+    for write in writes:
+        try:
+            write()
+        except OSError as exc:
+            print(f"{NAME}: warning: {not_written(exc)}; the health check's result stands", file=sys.stderr)
+
+
+def _kept_run(args):
+    from provision import paths
+    from provision.results.store import RunStore
+
+    return RunStore(paths.RUNS).create(args.run_id)
+
+
+def _publish(rundir, run: Run, history: str | None) -> None:
+    from provision.commands._job import publish, remember
+
+    unwritten: list[str] = []
+    publish.outputs(["burnin"], rundir, run, print, unwritten)
+    if history is not None:
+        remember.remember(run, rundir, history or None, print)
+        publish.outputs(["burnin"], rundir, run, print, unwritten)
+    print(f"{NAME}: run kept in {rundir.path}")
+
+
+def _next_window(results, rundir, host: str, after: float | None) -> float | None:
+    """The Xid window the next call judges from: the last kernel log stamp this call read when its xid check
+    passed (its Xids are judged); else the window it had (a failing Xid keeps failing until a reboot or --ack-xid)."""
+    xid = next((r for r in results if r.check == "xid"), None)
+    if xid is None or xid.outcome is not Outcome.PASS or not xid.raw:
+        return after
+    from provision.checks.xid import last_stamp
+
+    try:
+        stamp = last_stamp(rundir.read(xid.raw[0].path, "xid"))
+    except ProvisionError:
+        return after
+    return stamp if stamp is not None else after
+
+
+def _ack_xid() -> float | None:
+    """``--ack-xid``: the stamp of the kernel log's last line now: the Xids logged so far are not judged again."""
+    from provision.checks.xid import last_stamp
+    from provision.engine.local import LocalConnection
+
+    result = LocalConnection(None).run(["dmesg"], 10)
+    if result.rc != 0:
+        raise ProvisionError(f"--ack-xid: dmesg exit {result.rc}: {(result.stderr or result.stdout).strip()[:200]}")
+    return last_stamp(result.stdout)
+
+
+def _boot_id(variables: dict) -> str | None:
+    from provision.inventory import bmcvars
+
+    try:
+        return Path(str(variables.get(bmcvars.BOOT_ID_PATH) or bmcvars.DEFAULT_BOOT_ID_PATH)).read_text().strip()
+    except OSError:
+        return None
+
+
+def _job_gpus() -> tuple[int, ...]:
+    from provision.health import gpus
+
+    try:
+        return gpus.job_gpus(os.environ)
+    except ParseError:
+        return ()
+
+
+def _cpu() -> dict:
+    """CPU seconds (user + system) of this process (``cpu_s``) and of the tools it ran (``tools_cpu_s``)."""
+    import resource
+
+    mine, tools = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"cpu_s": round(mine.ru_utime + mine.ru_stime, 3), "tools_cpu_s": round(tools.ru_utime + tools.ru_stime, 3),
+            "max_rss_kB": mine.ru_maxrss}
+
+
+def _with_vars(host, more: dict):
+    import dataclasses
+
+    return dataclasses.replace(host, vars={**host.vars, **more})

@@ -1,0 +1,118 @@
+"""``provision health --drain self``: this node drained and resumed in Slurm with NHC's semantics.
+
+LBNL NHC's ``node-mark-offline`` and ``node-mark-online`` (https://github.com/mej/nhc, helpers/) drain a node with a
+reason starting ``NHC:`` and resume it only when its reason starts with ``NHC:``; a node drained with another reason,
+or one that is down, is not touched. Here, with this node's state read by ``scontrol show node -o <node>``:
+
+- DOWN (by anyone, or Slurm's "Not responding"), or held (DRAIN, FAIL) with a reason not starting with ``PREFIX``:
+  left alone, whatever the checks say (said in one line);
+- fail, not held: drained, ``Reason=<PREFIX> <failing checks> <first failing finding>`` (one line of printable ASCII,
+  at most ``provision.slurm.drain.REASON_MAX`` characters); already drained by this health check: left as it is;
+- pass, drained by this health check: resumed (``State=RESUME``); a node the burn-in drained (``burnin:``) is not
+  this health check's to resume;
+- error (a check could not run, the budget ran out): nothing; the health check's own failure never drains a node.
+
+The breaker, node-local: a shared cause (a driver upgrade, a file system, a wrong reference) fails most nodes at
+once, and each node judges only itself. The one state all nodes share is slurmctld's, so the breaker reads it there:
+before draining, ``scontrol show node -o`` lists every node; if this health check's drains set within ``WINDOW_S``
+(Slurm's own ``[user@time]`` stamps, ``provision.slurm.breaker``) already reach ``SHARE`` of the nodes (at least
+one), this node is not drained and says so. Two nodes failing in the same second both see room; so after draining a
+node reads the states again and, when the drains of the window are over the cap, resumes itself unless it is among
+the first ``cap`` of them by (stamp, name): every node computes the same order from the same state, so the drains
+converge to the cap. The race left: a node reading the state before another's drain is recorded and after its
+post-check (milliseconds). ``HealthCheckNodeState=CYCLE`` (the role's default) spreads the nodes' runs over the
+interval, which makes even that rare.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from provision.slurm import breaker as slurm_breaker
+from provision.slurm import drain as slurm_drain
+from provision.slurm.scontrol import NodeState, Scontrol, SlurmError
+
+PREFIX = "provision-health:"  # every reason this health check gives starts with it (as NHC's "NHC:")
+# 10 % of the nodes within an hour: the burn-in breaker's share (provision.slurm.breaker: NVSentinel's circuit
+# breaker counts cordons in a sliding window); an hour, not a day, because the health check runs every few minutes
+# and a node it drains for a real fault is one an operator sees within the hour.
+SHARE = 0.10
+WINDOW_S = 3600.0
+DRAIN, RESUME, NOTHING, HELD = "drained", "resumed", "nothing", "held by the breaker"
+
+
+@dataclass(frozen=True)
+class Done:
+    """What was done to the node: ``action`` (DRAIN, RESUME, NOTHING or HELD) and the lines said about it."""
+
+    action: str
+    lines: tuple[str, ...] = ()
+
+
+def reason(run, host: str) -> str:
+    """The drain reason of a failing ``host`` in ``run``: the burn-in's (``provision.slurm.drain.reason``) with this
+    health check's prefix. Raises ValueError for a host no result blames."""
+    return slurm_drain.clean(PREFIX + slurm_drain.reason(run, host)[len(slurm_drain.PREFIX):])
+
+
+def decide(node: str, verdict: str, state: NodeState | None) -> tuple[str, str]:
+    """(DRAIN, RESUME or NOTHING, the line to say or '') for ``node`` in ``state`` (None: Slurm does not know it)
+    with this call's ``verdict`` pass|fail|error (module docstring). Pure."""
+    if state is None:
+        return NOTHING, f"{node}: not a Slurm node (scontrol show node does not list it): nothing done"
+    ours = state.reason.startswith(PREFIX)
+    if "DOWN" in state.words and not ours:
+        return NOTHING, f"{node} left alone: DOWN ({state.reason or 'no reason'})"
+    if state.held() and not ours:
+        return NOTHING, f"{node} left alone: held by someone else ({state.state}): {state.reason or 'no reason'}"
+    if verdict == "error":
+        return NOTHING, (f"{node}: not judged (the health check could not finish): left {state.state}"
+                         + (f" ({state.reason})" if state.held() else ""))
+    if verdict == "fail":
+        if state.held():
+            return NOTHING, f"{node}: already drained by this health check: {state.reason}"
+        return DRAIN, ""
+    return (RESUME, "") if state.held() else (NOTHING, "")
+
+
+def apply(scontrol: Scontrol, node: str, verdict: str, wanted: str, now: datetime | None = None,
+          breaker: slurm_breaker.Breaker = slurm_breaker.Breaker(SHARE, WINDOW_S)) -> Done:
+    """Drain or resume ``node`` per ``decide`` (``wanted``: the drain reason when it failed), within the breaker
+    (module docstring). A failing scontrol is one line and changes nothing else; never raises SlurmError."""
+    try:
+        state = scontrol.show(node).get(node)
+    except SlurmError as exc:
+        return Done(NOTHING, (f"warning: cannot read Slurm node {node}, nothing drained or resumed: {exc}",))
+    action, note = decide(node, verdict, state)
+    try:
+        if action == RESUME:
+            scontrol.resume(node)
+            return Done(RESUME, (f"{node}: resumed: every check passes (was: {state.reason if state else ''})",))
+        if action == DRAIN:
+            return _drain(scontrol, node, wanted, now, breaker)
+    except SlurmError as exc:
+        return Done(NOTHING, (f"warning: could not {'resume' if action == RESUME else 'drain'} Slurm node {node}: "
+                              f"{exc}",))
+    return Done(NOTHING, (note,) if note else ())
+
+
+def _drain(scontrol: Scontrol, node: str, wanted: str, now: datetime | None,
+           breaker: slurm_breaker.Breaker) -> Done:
+    """Drain ``node`` unless the breaker holds it; after draining, step back when over the cap (module docstring).
+    Raises SlurmError."""
+    states = scontrol.show()
+    room, why = breaker.budget(states, PREFIX, now)
+    if room <= 0:
+        return Done(HELD, (f"breaker: {node} not drained: {why.replace('this tool', 'this health check')} "
+                           f"({wanted})",))
+    scontrol.drain(node, wanted)
+    states = scontrol.show()
+    cap = max(1, int(breaker.share * len(states) + 1e-9))
+    recent = breaker.recent(states, PREFIX, now or datetime.now())
+    first = sorted(recent, key=lambda n: (slurm_breaker.set_at(states[n]), n))[:cap]
+    if node in recent and node not in first:
+        scontrol.resume(node)
+        return Done(HELD, (f"breaker: {node} drained then resumed: {len(recent)} nodes drained by this health check "
+                           f"within {slurm_breaker.span(breaker.window_s)}, more than {cap} "
+                           f"({breaker.share * 100:g} % of {len(states)} Slurm nodes) ({wanted})",))
+    return Done(DRAIN, (f"{node}: drained: {wanted}",))

@@ -1,0 +1,229 @@
+"""``provision health`` as slurmd runs it, against stand-in tools (``tools.py``: real captures, a stand-in scontrol):
+NHC's line and exit statuses, the self-drain's rules, the health check's own failures (never a drain), the budget,
+the Xid window, last.json and the textfile."""
+import json
+from datetime import datetime
+
+import pytest
+
+from tests.unit import mounts
+from tests.unit.health import tools
+
+H100 = "h100-sxm5-80g-ndr"
+HEALTHY = tools.DATA / "xid/sim_h100_healthy.txt"
+XID79 = tools.DATA / "xid/sim_h100_xid79.txt"
+LINE = "ERROR:  provision-health:  Health check failed:  xid PCI "
+
+
+@pytest.fixture
+def node(tmp_path):
+    """(bin folder, config file, state folder) of node01."""
+    config = tmp_path / "health.json"
+    config.write_text(json.dumps({"host": "node01", "profile": H100, "slurm_node": "node01", "vars": {}}))
+    return tmp_path / "bin", config, tmp_path / "state"
+
+
+def call(node, *args, env=None):
+    bin_dir, config, state = node
+    bin_dir.mkdir(exist_ok=True)
+    return tools.health(bin_dir, "--config", str(config), "--state-dir", str(state), *args, env=env)
+
+
+def last(node) -> dict:
+    return json.loads((node[2] / "last.json").read_text())
+
+
+def slurm(tmp_path, **nodes):
+    return tools.scontrol(tmp_path, {n: {"state": s[0], "reason": s[1]} if isinstance(s, tuple) else {"state": s}
+                                     for n, s in nodes.items()})
+
+
+def test_healthy_is_silent_and_keeps_its_result_and_the_xid_window(node):
+    tools.printing(node[0], "dmesg", HEALTHY)
+    done = call(node, "--checks", "xid", "--textfile-dir", str(node[2] / "prom"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    kept = last(node)
+    assert kept["verdict"] == "pass" and kept["exit_status"] == 0 and kept["line"] == "" and not kept["cut"]
+    assert [c["check"] for c in kept["checks"]] == ["xid"] and kept["xid_after_s"] == 12.3  # its last kernel line
+    prom = (node[2] / "prom/provision_health.prom").read_text()
+    assert 'provision_health_healthy{mode="periodic",node="node01"} 1.0' in prom
+    assert 'provision_health_check_outcome{check="xid",mode="periodic",node="node01",outcome="pass"} 1.0' in prom
+    assert len((node[2] / "last.json").read_bytes()) < 4096
+
+
+def test_a_failing_check_drains_its_node_once_and_a_pass_resumes_it(node, tmp_path):
+    state = slurm(tmp_path, node01="IDLE", node02="IDLE")
+    tools.printing(node[0], "dmesg", XID79)
+    bad = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert bad.returncode == 1, bad.stderr
+    assert bad.stdout.startswith(LINE) and "xid = 79" in bad.stdout.splitlines()[0]
+    nodes = json.loads(state.read_text())
+    assert nodes["node01"]["state"] == "IDLE+DRAIN"
+    assert nodes["node01"]["reason"].startswith("provision-health: xid PCI")
+    assert nodes["node02"] == {"state": "IDLE"}
+    assert "provision-health: slurm: node01: drained: provision-health: xid" in bad.stdout
+    again = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert again.returncode == 1 and "already drained by this health check" in again.stdout
+    tools.printing(node[0], "dmesg", HEALTHY)  # healed (a reboot: a kernel log without the Xid)
+    good = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert good.returncode == 0 and "provision-health: slurm: node01: resumed: every check passes" in good.stdout
+    assert json.loads(state.read_text())["node01"]["state"] == "IDLE"
+    assert last(node)["slurm"]["action"] == "resumed"
+
+
+@pytest.mark.parametrize("state, reason, said", [
+    ("IDLE+DRAIN", "PSU swap, ticket 4711 (alice)", "left alone: held by someone else (IDLE+DRAIN): PSU swap"),
+    ("DOWN", "Not responding", "left alone: DOWN (Not responding)"),
+    ("IDLE+DRAIN", "burnin: ib_ports mlx5_3 port 1: rate_Gbps = 200", "held by someone else"),
+])
+def test_a_node_someone_else_holds_is_never_touched(node, tmp_path, state, reason, said):
+    states = slurm(tmp_path, node01=(state, reason))
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
+    for capture, status in ((XID79, 1), (HEALTHY, 0)):  # failing: not drained over theirs; passing: not resumed
+        tools.printing(node[0], "dmesg", capture)
+        done = call(node, "--checks", "xid", "--drain", "self", env=env)
+        assert done.returncode == status and said in done.stdout
+        assert json.loads(states.read_text())["node01"] == {"state": state, "reason": reason}
+    assert all(line.startswith("show node") for line in (tmp_path / "slurm.json.log").read_text().splitlines())
+
+
+def test_the_breaker_holds_a_drain_when_many_nodes_were_drained_by_the_health_check_this_hour(node, tmp_path):
+    now = datetime.now().isoformat(timespec="seconds")
+    nodes = {f"node{i:02d}": {"state": "IDLE"} for i in range(1, 21)}
+    for name in ("node19", "node20"):
+        nodes[name] = {"state": "IDLE+DRAIN", "reason": "provision-health: xid PCI 0000:4c:00", "since": now}
+    state = tools.scontrol(tmp_path, nodes)
+    tools.printing(node[0], "dmesg", XID79)
+    for mode, status in (("periodic", 1), ("prolog", 0)):  # a prolog lets the job go: a shared cause, not this node
+        done = call(node, "--checks", "xid", "--drain", "self", "--mode", mode,
+                    env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+        assert done.returncode == status, done.stdout + done.stderr
+        assert "provision-health: slurm: breaker: node01 not drained: at most 2 per 1 h (10 % of 20 Slurm nodes), 2 " \
+               "of them already drained by this health check in that time" in done.stdout
+        assert json.loads(state.read_text())["node01"] == {"state": "IDLE"}
+
+
+def test_drains_over_the_cap_in_the_same_second_step_back_to_it(node, tmp_path):
+    """Two nodes drained in the same second as this one (over a cap of 1 of 10 nodes): it drains, reads the states
+    again, is not among the first by (stamp, name), and resumes itself."""
+    now = datetime.now().isoformat(timespec="seconds")
+    nodes = {f"node{i:02d}": {"state": "IDLE"} for i in range(1, 11)}
+    state = tools.scontrol(tmp_path, nodes)
+    script = tools.SCONTROL.replace("PYTHON", "/usr/bin/env python3").replace("STATE", str(state))
+    # another node's drain lands between this node's check of the budget and its own drain
+    racing = script.replace('if fields["State"] == "DRAIN":', f'''if fields["State"] == "DRAIN":
+        nodes["node00"] = {{"state": "IDLE+DRAIN", "reason": "provision-health: nvlink x", "since": "{now}"}}''')
+    (tmp_path / "bin/scontrol").write_text(racing)
+    tools.printing(node[0], "dmesg", XID79)
+    done = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert "breaker: node01 drained then resumed: 2 nodes drained by this health check within 1 h, more than 1" \
+        in done.stdout, done.stdout
+    assert json.loads(state.read_text())["node01"]["state"] == "IDLE"
+    assert last(node)["slurm"]["action"] == "held by the breaker"
+
+
+def test_a_hung_tool_is_cut_by_the_budget_and_drains_nothing(node, tmp_path):
+    state = slurm(tmp_path, node01="IDLE")
+    tools.tool(node[0], "nvidia-smi", "exec sleep 60\n")
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
+    done = call(node, "--checks", "gpu_health", "--budget", "1", "--drain", "self", env=env)
+    assert done.returncode == 142, done.stdout + done.stderr
+    assert done.stdout.startswith("ERROR:  provision-health:  Health check timed out while running gpu_health "
+                                  "(budget 1 s): not judged")
+    assert "Traceback" not in done.stderr and json.loads(state.read_text())["node01"] == {"state": "IDLE"}
+    assert last(node)["cut"] and last(node)["verdict"] == "error" and last(node)["exit_status"] == 142
+    prolog = call(node, "--checks", "gpu_health", "--budget", "1", "--mode", "prolog", "--drain", "self", env=env)
+    assert prolog.returncode == 0 and "timed out while running gpu_health" in prolog.stdout  # Slurm drains no node
+
+
+def test_a_missing_tool_is_the_health_checks_error_not_the_nodes(node, tmp_path):
+    state = slurm(tmp_path, node01="IDLE")
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
+    done = call(node, "--checks", "gpu_health", "--drain", "self", env=env)  # no nvidia-smi on PATH
+    assert done.returncode == 7
+    assert done.stdout.splitlines()[0] == ("ERROR:  provision-health:  Health check could not finish:  gpu_health: "
+                                           "nvidia-smi is not installed (exit 127)")
+    assert "not judged (the health check could not finish): left IDLE" in done.stdout
+    assert json.loads(state.read_text())["node01"] == {"state": "IDLE"}
+    assert call(node, "--checks", "gpu_health", "--mode", "epilog", env=env).returncode == 0
+
+
+@pytest.mark.parametrize("broken", ["missing", "failing"])
+def test_scontrol_missing_or_failing_is_one_line_and_the_verdict_stands(node, tmp_path, broken):
+    if broken == "failing":
+        tools.scontrol(tmp_path, {"__fail__": "Unable to contact slurm controller (connect failure)"})
+    tools.printing(node[0], "dmesg", XID79)
+    system = tools.only(tmp_path / "system", "timeout", "sh", "cat", "grep", "uname")  # no scontrol of this machine's
+    done = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:{system}"})
+    assert done.returncode == 1 and done.stdout.startswith(LINE) and "Traceback" not in done.stderr
+    said = done.stdout.splitlines()[1]
+    assert said.startswith("provision-health: slurm: warning: cannot read Slurm node node01, nothing drained or "
+                           "resumed: ")
+    assert ("scontrol not found: install Debian package slurm-client" in said if broken == "missing"
+            else "Unable to contact slurm controller" in said)
+
+
+def test_a_read_only_state_folder_is_one_warning_and_the_verdict_stands(node, tmp_path):
+    tools.printing(node[0], "dmesg", XID79)
+    with mounts.read_only(node[2]):
+        done = call(node, "--checks", "xid", "--textfile-dir", str(node[2] / "prom"))
+    assert done.returncode == 1 and done.stdout.startswith(LINE)
+    warnings = done.stderr.strip().splitlines()
+    assert len(warnings) == 2 and all(w.startswith("provision-health: warning: ") for w in warnings)
+    assert "last.json" in warnings[0] and "read-only" in warnings[0].lower()
+
+
+def test_an_xid_judged_by_a_passing_check_or_acknowledged_is_not_judged_again(node):
+    tools.printing(node[0], "dmesg", XID79)
+    assert call(node, "--checks", "xid").returncode == 1
+    assert last(node)["xid_after_s"] is None  # failing: the window stays (until a reboot or --ack-xid)
+    assert call(node, "--checks", "xid").returncode == 1
+    acked = call(node, "--checks", "xid", "--ack-xid")
+    assert acked.returncode == 0 and last(node)["xid_after_s"] == 3600.012345
+    assert call(node, "--checks", "xid").returncode == 0  # the same log: judged already
+    later = node[0] / "later.txt"
+    later.write_text(XID79.read_text() + "[ 3700.000000] NVRM: Xid (PCI:0000:5d:00): 48, pid=2231, name=python3, "
+                     "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
+                     "partition 0, subpartition 0.\n")
+    tools.printing(node[0], "dmesg", later)
+    newer = call(node, "--checks", "xid")
+    assert newer.returncode == 1 and "xid = 48" in newer.stdout and "xid = 79" not in newer.stdout
+
+
+def test_checks_that_load_a_gpu_run_only_in_the_epilog_and_only_on_idle_gpus(node):
+    refused = call(node, "--checks", "gpu_stress")
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "provision: error: --checks gpu_stress: it loads the GPUs, which a job on this node would feel: not in "
+        "--mode periodic (only in --mode epilog, when no process uses a GPU)")
+    assert call(node, "--checks", "ib_write_bw", "--mode", "epilog").returncode == 2  # an HCA's load: never
+    tools.tool(node[0], "nvidia-smi", "echo '00000000:4C:00.0, 4242, python3'\n")
+    busy = call(node, "--checks", "gpu_stress", "--mode", "epilog", "-v")
+    assert busy.returncode == 0
+    assert "provision-health: gpu_stress: skipped: not run: GPUs in use: pid 4242 (python3) on 00000000:4C:00.0" \
+        in busy.stdout
+
+
+@pytest.mark.parametrize("content, said", [
+    ("{", "not JSON"),
+    ('{"host": "node01", "profile": "h100-sxm5-80g-ndr", "colour": 1}', "field 'colour': unknown"),
+    ('{"host": "node01", "profile": "h100-sxm5-80g-ndr", "slurm_node": "node[01-02]"}', "field 'slurm_node'"),
+    ('{"host": "node01", "profile": "h100-sxm5-80g-ndr", "vars": {"provision_bmc_password_file": "/x"}}',
+     "a BMC credential has no place on the node"),
+    ('{"host": "node01", "profile": "no-such-profile"}', "no-such-profile"),
+])
+def test_a_bad_config_is_one_line_naming_file_and_field(node, content, said):
+    node[1].write_text(content)
+    done = call(node)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("provision: error: ") and len(done.stderr.strip().splitlines()) == 1
+    assert said in done.stderr and ("health.json" in done.stderr or "no-such-profile" in done.stderr)
+
+
+def test_a_kept_run_is_a_run_folder_like_a_burnins(node, tmp_path):
+    tools.printing(node[0], "dmesg", XID79)
+    done = call(node, "--checks", "xid", "--keep-run", "--run-id", "health-kept",
+                env={"PROVISION_RUNS_DIR": str(tmp_path / "runs")})
+    assert done.returncode == 1
+    report = json.loads((tmp_path / "runs/health-kept/report.json").read_text())
+    assert report["verdicts"] == {"node01": "fail"} and (tmp_path / "runs/health-kept/junit/node01.xml").is_file()
+    assert (tmp_path / "runs/health-kept/raw/node01/xid.txt").read_text() == XID79.read_text()
