@@ -63,8 +63,8 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-health-"))
     shutil.copytree(paths.ROOT / "inventory/sim/group_vars", folder / "group_vars")
-    with open(folder / "group_vars/all.yml", "a") as extra:  # the site's choice: the health check on its nodes
-        extra.write("\nhealth_check_enabled: true\nhealth_check_slurm: true\n")
+    # the site's choice: the health check on its nodes (a group's variables, as tests/integration/conftest.py sets them)
+    (folder / "group_vars/gpu_nodes.yml").write_text("health_check_enabled: true\nhealth_check_slurm: true\n")
     up = provision("sim", "up", "--nodes", "1", "--inventory", str(folder), "--address-base", "127.0.88.10")
     if up.returncode != 0:
         sys.exit(up.stderr)
@@ -89,6 +89,8 @@ def main() -> None:
                   f"{statistics.median(r[2]['cpu_s'] for r in rows):6.2f} "
                   f"{statistics.median(r[2]['tools_cpu_s'] for r in rows):11.2f} "
                   f"{max(r[2]['max_rss_kB'] for r in rows) / 1024:10.1f}  {last['line'][:90]}")
+            if not kind:
+                print("  per check (s): " + ", ".join(f"{c['check']} {c['duration_s']:.2f}" for c in last["checks"]))
             if kind:
                 provision("sim", "heal", "all", "--inventory", str(folder))
                 call(node)  # the Xid window: a passing call after the heal (a healed node's kernel log is fresh)

@@ -40,7 +40,7 @@ BUCKET_CODES = {"restart_app": "XID_RESTART_APP", "ignore": "XID_IGNORE", "reset
                 "check_mechanicals": "XID_CHECK_MECHANICALS", "update_swfw": "XID_UPDATE_SWFW",
                 "restart_vm": "XID_RESTART_VM", "check_uvm": "XID_CHECK_UVM", "": "XID_UNCLASSIFIED"}
 AFTER_VAR = "provision_xid_after_s"  # host variable: the window's start (``window``)
-_STAMP = re.compile(r"\s*\[\s*(\d+\.\d+)\]")  # dmesg's default prefix: seconds since boot (``[%5lu.%06lu]``)
+STAMP = re.compile(r"\s*\[\s*(\d+\.\d+)\]")  # dmesg's default prefix: seconds since boot (``[%5lu.%06lu]``)
 _RECOVERY = re.compile(r"recovery action changed from \S+ \(([^)]*)\) to \S+ \(([^)]*)\)", re.IGNORECASE)
 
 
@@ -109,14 +109,14 @@ def window(variables: dict) -> float | None:
 def logged_by(event: dict, after: float) -> bool:
     """Whether ``event`` was logged at or before ``after`` seconds since boot (its ``[seconds.micro]`` stamp); an
     event with no such stamp (``dmesg -T``, journal lines) is never taken as old."""
-    match = _STAMP.match(event.get("timestamp") or "")
+    match = STAMP.match(event.get("timestamp") or "")
     return match is not None and float(match.group(1)) <= after
 
 
 def last_stamp(text: str) -> float | None:
     """The ``[seconds.micro]`` stamp of the last kernel log line of ``text`` that has one (None when none has)."""
     for line in reversed(text.splitlines()):
-        match = _STAMP.match(line)
+        match = STAMP.match(line)
         if match:
             return float(match.group(1))
     return None

@@ -23,7 +23,22 @@ STATE_DIR = Path("/var/lib/provision/health")
 
 
 def main(args: argparse.Namespace) -> int:
+    """The call (module docstring). In prolog and epilog a failure of the health check itself, bad input included,
+    is one line and exit 0: Slurm drains a node whose prolog or epilog exits non-zero (``provision.health.modes``)."""
     mode = modes.MODES[args.mode]
+    began = time.monotonic()
+    if not mode.own_errors_pass:
+        return _call(args, mode, began)
+    try:
+        return _call(args, mode, began)
+    except Exception as exc:  # noqa: BLE001 - never a drain for the health check's own failure (module docstring)
+        said = str(exc) if isinstance(exc, ProvisionError) else f"{type(exc).__name__}: {exc}"
+        print(f"ERROR:  {NAME}:  Health check could not finish:  {' '.join(said.split())[:300]} (exit 0: --mode "
+              f"{mode.name})")
+        return modes.OK
+
+
+def _call(args: argparse.Namespace, mode: modes.Mode, began: float) -> int:
     budget = _budget(args.budget, mode)
     node = _node(args)
     from provision import targets
@@ -34,18 +49,21 @@ def main(args: argparse.Namespace) -> int:
     folder = Path(args.state_dir)
     last = state.previous(folder)
     boot_id = _boot_id(node.host.vars)
-    after = _ack_xid() if args.ack_xid else state.xid_after(last, boot_id)
+    after = _ack_xid(budget) if args.ack_xid else state.xid_after(last, boot_id)
     if after is not None:
         from provision.checks.xid import AFTER_VAR
 
         target = targets.build([_with_vars(node.host, {AFTER_VAR: after})], "health")[0]
-    chosen, skipped = _idle_gpus(chosen, mode)
+    chosen, skipped = _idle_gpus(chosen, mode, target, budget)
     started = datetime.now(timezone.utc)
     rundir = _kept_run(args) if args.keep_run or args.history is not None else None
-    from provision.health import runner
+    from provision.health import runner, xids
 
-    outcome = runner.run(target, chosen, budget, rundir, say)
+    outcome = runner.run(target, chosen, max(1.0, budget - (time.monotonic() - began)), rundir, say)
     results = outcome.results + skipped
+    xid, log = _xid_log(results, outcome.rundir)
+    kept = [] if args.ack_xid else state.latched(last, boot_id)
+    xids.carry(xid, log, kept)
     verdict = _verdict(results, node.host.name)
     status = modes.exit_status(mode, verdict, outcome.cut)
     run = Run(run_id=f"health-{started:%Y%m%dT%H%M%SZ}", inventory=node.label, phases=["burnin"],
@@ -53,21 +71,26 @@ def main(args: argparse.Namespace) -> int:
               hosts={node.host.name: HostRecord(node.host.profile, {k: target.host.vars[k] for k in JUDGED_VARS
                                                                     if target.host.vars.get(k) is not None})},
               results=results)
-    line = _line(run, node.host.name, verdict, outcome, budget)
-    if line:
-        print(line)
-    for result in results if args.verbose else ():
-        print(f"{NAME}: {result.check}: {result.outcome.value}: {result.message}")
-    done = _drain(args, node, run, verdict, outcome.cut)
+    done = _drain(args, node, run, verdict, outcome.cut, began + budget + modes.SLURM_S)
     if done.action == selfdrain.HELD and mode.own_errors_pass and status == modes.UNHEALTHY:
         status = modes.OK  # the breaker holds: a shared cause, not this node; the job goes ahead (modes docstring)
+    line = _line(run, node.host.name, verdict, outcome, budget)
+    if line and status == modes.OK and verdict == "fail":
+        line += " [not drained: the breaker holds; exit 0]"
+    if line:
+        print(line)
+    for said in done.lines:
+        print(f"{NAME}: slurm: {said}")
+    for result in results if args.verbose else ():
+        print(f"{NAME}: {result.check}: {result.outcome.value}: {result.message}")
     record = {"node": node.host.name, "slurm_node": node.slurm_node, "mode": mode.name,
-              "started": run.started, "wall_s": round(outcome.wall_s, 3), "budget_s": budget, "verdict": verdict,
-              "cut": outcome.cut, "exit_status": status, "line": line,
+              "started": run.started, "wall_s": round(time.monotonic() - began, 3), "budget_s": budget,
+              "verdict": verdict, "cut": outcome.cut, "exit_status": status, "line": line,
               "checks": [{"check": r.check, "outcome": r.outcome.value, "message": r.message,
                           "duration_s": r.duration_s} for r in results],
               "slurm": {"action": done.action, "lines": list(done.lines)}, "job_gpus": list(_job_gpus()),
-              "boot_id": boot_id, "xid_after_s": _next_window(results, outcome.rundir, node.host.name, after),
+              "boot_id": boot_id, "xid_after_s": _next_window(xid, log, after),
+              "xid_failing": xids.latch(xid, log, kept),
               "ended_unix_s": round(time.time(), 3), **_cpu()}
     _keep(folder, args.textfile_dir, record)
     if rundir is not None:
@@ -124,9 +147,10 @@ def _checks(given: str | None, target, mode: modes.Mode) -> list[str]:
     return [c for c in registry if c in wanted]
 
 
-def _idle_gpus(chosen: list[str], mode: modes.Mode):
-    """(the checks to run, skipped results): a check that loads the GPUs runs only when nvidia-smi lists no compute
-    process; otherwise it is skipped, naming the processes."""
+def _idle_gpus(chosen: list[str], mode: modes.Mode, target, budget: float):
+    """(the checks to run, skipped results): a check that loads the GPUs runs (in the epilog) only when the ending job
+    held every GPU of the node (``SLURM_JOB_GPUS``: Slurm gives none of them to another job until its epilog ends)
+    and nvidia-smi lists no compute process; otherwise it is skipped, saying why."""
     from provision.results.model import CheckResult
 
     registry = checks_pkg.registry()
@@ -136,16 +160,25 @@ def _idle_gpus(chosen: list[str], mode: modes.Mode):
     from provision.engine.local import LocalConnection
     from provision.health import gpus
 
-    result = LocalConnection(None).run(gpus.QUERY, 10)
-    try:
-        busy = gpus.compute_processes(result.stdout) if result.rc == 0 else None
-    except ParseError:
-        busy = None
-    if busy == []:
+    count = target.profile.gpu.count
+    held = sorted(set(_job_gpus()))
+    why = ""
+    if held != list(range(count)):
+        why = (f"the ending job held GPUs {','.join(map(str, held)) or 'none'} (SLURM_JOB_GPUS), not all {count}: "
+               "another job may hold the others")
+    else:
+        result = LocalConnection(None).run(gpus.QUERY, min(10.0, budget))
+        try:
+            busy = gpus.compute_processes(result.stdout) if result.rc == 0 else None
+        except ParseError:
+            busy = None
+        if busy:
+            why = f"GPUs in use: {', '.join(f'pid {p.pid} ({p.name}) on {p.bus_id}' for p in busy[:4])}"
+        elif busy is None:
+            why = (f"cannot tell whether a GPU is in use (nvidia-smi exit {result.rc}: "
+                   f"{(result.stderr or result.stdout).strip()[:120]})")
+    if not why:
         return chosen, []
-    why = (f"GPUs in use: {', '.join(f'pid {p.pid} ({p.name}) on {p.bus_id}' for p in busy[:4])}" if busy else
-           f"cannot tell whether a GPU is in use (nvidia-smi exit {result.rc}: "
-           f"{(result.stderr or result.stdout).strip()[:120]})")
     skipped = [CheckResult(c, ("",), Outcome.SKIPPED, f"not run: {why}; it loads the GPUs") for c in loading]
     return [c for c in chosen if c not in loading], skipped
 
@@ -161,10 +194,13 @@ def _verdict(results, host: str) -> str:
 def _line(run: Run, host: str, verdict: str, outcome, budget: float) -> str:
     """NHC's one line: ``ERROR:  <name>:  Health check failed:  <check> <finding>``; for the health check's own
     failures ``... could not finish:`` or ``... timed out ...``; '' when healthy."""
+    from provision.health import runner
+
     if verdict == "fail":
         return f"ERROR:  {NAME}:  Health check failed:  {selfdrain.reason(run, host)[len(selfdrain.PREFIX):].strip()}"
     if outcome.cut:
-        cut = next((r.check for r in outcome.results if r.outcome is Outcome.ERROR), "a check")
+        cut = next((r.check for r in outcome.results if f"interrupted ({runner.BUDGET_REASON}) while" in r.message),
+                   next((r.check for r in outcome.results if "interrupted" in r.message), "a check"))
         return f"ERROR:  {NAME}:  Health check timed out while running {cut} (budget {budget:g} s): not judged"
     if verdict == "error":
         first = next(r for r in run.results if r.outcome is Outcome.ERROR)
@@ -172,17 +208,17 @@ def _line(run: Run, host: str, verdict: str, outcome, budget: float) -> str:
     return ""
 
 
-def _drain(args, node, run: Run, verdict: str, cut: bool) -> selfdrain.Done:
+def _drain(args, node, run: Run, verdict: str, cut: bool, deadline: float) -> selfdrain.Done:
+    """``--drain self`` (``provision.health.selfdrain``), every scontrol call bounded by ``deadline`` (the budget and
+    ``modes.SLURM_S`` after the call began: slurmd kills a HealthCheckProgram at 60 s)."""
     if args.drain != "self":
         return selfdrain.Done(selfdrain.NOTHING)
     from provision.slurm.scontrol import Scontrol
 
     wanted = selfdrain.reason(run, node.host.name) if verdict == "fail" else ""
-    done = selfdrain.apply(Scontrol(), node.slurm_node, verdict if not (cut and verdict == "pass") else "error",
-                           wanted)
-    for line in done.lines:
-        print(f"{NAME}: slurm: {line}")
-    return done
+    passed = frozenset(r.check for r in run.results if r.outcome is Outcome.PASS)
+    return selfdrain.apply(Scontrol(deadline=deadline), node.slurm_node,
+                           verdict if not (cut and verdict == "pass") else "error", wanted, passed)
 
 
 def _keep(folder: Path, textfile_dir: str | None, record: dict) -> None:
@@ -195,6 +231,8 @@ def _keep(folder: Path, textfile_dir: str | None, record: dict) -> None:
             write()
         except OSError as exc:
             print(f"{NAME}: warning: {not_written(exc)}; the health check's result stands", file=sys.stderr)
+        except ImportError as exc:  # prometheus_client missing from the node's environment
+            print(f"{NAME}: warning: --textfile-dir: {exc}; the health check's result stands", file=sys.stderr)
 
 
 def _kept_run(args):
@@ -215,27 +253,34 @@ def _publish(rundir, run: Run, history: str | None) -> None:
     print(f"{NAME}: run kept in {rundir.path}")
 
 
-def _next_window(results, rundir, host: str, after: float | None) -> float | None:
-    """The Xid window the next call judges from: the last kernel log stamp this call read when its xid check
-    passed (its Xids are judged); else the window it had (a failing Xid keeps failing until a reboot or --ack-xid)."""
+def _xid_log(results, rundir) -> tuple:
+    """(the xid check's result or None, the kernel log it read or '')."""
     xid = next((r for r in results if r.check == "xid"), None)
-    if xid is None or xid.outcome is not Outcome.PASS or not xid.raw:
+    if xid is None or not xid.raw:
+        return xid, ""
+    try:
+        return xid, rundir.read(xid.raw[0].path, "xid")
+    except ProvisionError:
+        return xid, ""
+
+
+def _next_window(xid, log: str, after: float | None) -> float | None:
+    """The Xid window the next call judges from: the last kernel log stamp this call read when its xid check passed
+    (its Xids are judged); else the window it had (a failing Xid keeps failing: ``provision.health.xids``)."""
+    if xid is None or xid.outcome is not Outcome.PASS:
         return after
     from provision.checks.xid import last_stamp
 
-    try:
-        stamp = last_stamp(rundir.read(xid.raw[0].path, "xid"))
-    except ProvisionError:
-        return after
+    stamp = last_stamp(log)
     return stamp if stamp is not None else after
 
 
-def _ack_xid() -> float | None:
+def _ack_xid(budget: float) -> float | None:
     """``--ack-xid``: the stamp of the kernel log's last line now: the Xids logged so far are not judged again."""
     from provision.checks.xid import last_stamp
     from provision.engine.local import LocalConnection
 
-    result = LocalConnection(None).run(["dmesg"], 10)
+    result = LocalConnection(None).run(["dmesg"], min(10.0, budget))
     if result.rc != 0:
         raise ProvisionError(f"--ack-xid: dmesg exit {result.rc}: {(result.stderr or result.stdout).strip()[:200]}")
     return last_stamp(result.stdout)

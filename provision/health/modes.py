@@ -30,6 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 OK, UNHEALTHY, BAD_INPUT, UNCHECKED, TIMED_OUT = 0, 1, 2, 7, 142
+# After the budget, the time left for scontrol (--drain self: up to five calls, each bounded by what is left): the
+# call ends within budget + 10 s (+ Python's start), 40 s at the default, under slurmd's 60 s kill.
+SLURM_S = 10.0
 
 
 @dataclass(frozen=True)

@@ -4,25 +4,26 @@ LBNL NHC's ``node-mark-offline`` and ``node-mark-online`` (https://github.com/me
 reason starting ``NHC:`` and resume it only when its reason starts with ``NHC:``; a node drained with another reason,
 or one that is down, is not touched. Here, with this node's state read by ``scontrol show node -o <node>``:
 
-- DOWN (by anyone, or Slurm's "Not responding"), or held (DRAIN, FAIL) with a reason not starting with ``PREFIX``:
-  left alone, whatever the checks say (said in one line);
+- DOWN (whoever's reason, this health check's too: slurmctld keeps a node's reason when it marks it down, and
+  slurmd runs the health check before it registers), or held (DRAIN, FAIL) with a reason not starting with
+  ``PREFIX``: left alone, whatever the checks say (said in one line);
 - fail, not held: drained, ``Reason=<PREFIX> <failing checks> <first failing finding>`` (one line of printable ASCII,
   at most ``provision.slurm.drain.REASON_MAX`` characters); already drained by this health check: left as it is;
-- pass, drained by this health check: resumed (``State=RESUME``); a node the burn-in drained (``burnin:``) is not
-  this health check's to resume;
+- pass, drained by this health check: resumed (``State=RESUME``) only when every check its reason names passed in
+  this call (an epilog's ``--checks gpu_stress`` drain is not resumed by a periodic call that does not run it); a
+  node the burn-in drained (``burnin:``) is not this health check's to resume;
 - error (a check could not run, the budget ran out): nothing; the health check's own failure never drains a node.
 
 The breaker, node-local: a shared cause (a driver upgrade, a file system, a wrong reference) fails most nodes at
 once, and each node judges only itself. The one state all nodes share is slurmctld's, so the breaker reads it there:
 before draining, ``scontrol show node -o`` lists every node; if this health check's drains set within ``WINDOW_S``
-(Slurm's own ``[user@time]`` stamps, ``provision.slurm.breaker``) already reach ``SHARE`` of the nodes (at least
-one), this node is not drained and says so. Two nodes failing in the same second both see room; so after draining a
-node reads the states again and, when the drains of the window are over the cap, resumes itself unless it is among
-the first ``cap`` of them by (stamp, name): every node computes the same order from the same state, so the drains
-converge to the cap. The race left: a node reading the state before another's drain is recorded and after its
+(Slurm's own ``[user@time]`` stamps, ``provision.slurm.breaker``) still drained already reach ``SHARE`` of the nodes
+(at least one), this node is not drained and says so. Two nodes failing in the same second both see room; so after
+draining a node reads the states again and, when the drains of the window are over the cap, resumes itself unless it
+is among the first ``cap`` of them by (stamp, name): every node computes the same order from the same state, so the
+drains converge to the cap. The race left: a node reading the state before another's drain is recorded and after its
 post-check (milliseconds). ``HealthCheckNodeState=CYCLE`` (the role's default) spreads the nodes' runs over the
-interval, which makes even that rare.
-"""
+interval, which makes even that rare."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,11 +34,12 @@ from provision.slurm import drain as slurm_drain
 from provision.slurm.scontrol import NodeState, Scontrol, SlurmError
 
 PREFIX = "provision-health:"  # every reason this health check gives starts with it (as NHC's "NHC:")
-# 10 % of the nodes within an hour: the burn-in breaker's share (provision.slurm.breaker: NVSentinel's circuit
-# breaker counts cordons in a sliding window); an hour, not a day, because the health check runs every few minutes
-# and a node it drains for a real fault is one an operator sees within the hour.
-SHARE = 0.10
-WINDOW_S = 3600.0
+# The burn-in breaker's figures (provision.slurm.breaker: NVSentinel's circuit breaker counts cordons in a sliding
+# window): 10 % of the nodes per 24 hours. A persistent shared cause (a wrong reference, a driver upgrade) fails
+# every node on every call; a day's window keeps it to a tenth of the cluster until an operator acts, where an hour's
+# would drain it all within a night.
+SHARE = slurm_breaker.SHARE
+WINDOW_S = slurm_breaker.WINDOW_S
 DRAIN, RESUME, NOTHING, HELD = "drained", "resumed", "nothing", "held by the breaker"
 
 
@@ -55,13 +57,19 @@ def reason(run, host: str) -> str:
     return slurm_drain.clean(PREFIX + slurm_drain.reason(run, host)[len(slurm_drain.PREFIX):])
 
 
-def decide(node: str, verdict: str, state: NodeState | None) -> tuple[str, str]:
+def named_checks(reason: str) -> tuple[str, ...]:
+    """The check ids a reason of this health check names (``provision-health: a,b ...`` -> ('a', 'b'))."""
+    return slurm_drain.named_checks(slurm_drain.PREFIX + reason[len(PREFIX):]) if reason.startswith(PREFIX) else ()
+
+
+def decide(node: str, verdict: str, state: NodeState | None, passed: frozenset[str] = frozenset()) -> tuple[str, str]:
     """(DRAIN, RESUME or NOTHING, the line to say or '') for ``node`` in ``state`` (None: Slurm does not know it)
-    with this call's ``verdict`` pass|fail|error (module docstring). Pure."""
+    with this call's ``verdict`` pass|fail|error and the checks that passed in it (``passed``; module docstring).
+    Pure."""
     if state is None:
         return NOTHING, f"{node}: not a Slurm node (scontrol show node does not list it): nothing done"
     ours = state.reason.startswith(PREFIX)
-    if "DOWN" in state.words and not ours:
+    if "DOWN" in state.words:  # whoever's reason: Slurm or an operator brings it back, never a health check
         return NOTHING, f"{node} left alone: DOWN ({state.reason or 'no reason'})"
     if state.held() and not ours:
         return NOTHING, f"{node} left alone: held by someone else ({state.state}): {state.reason or 'no reason'}"
@@ -72,18 +80,26 @@ def decide(node: str, verdict: str, state: NodeState | None) -> tuple[str, str]:
         if state.held():
             return NOTHING, f"{node}: already drained by this health check: {state.reason}"
         return DRAIN, ""
-    return (RESUME, "") if state.held() else (NOTHING, "")
+    if not state.held():
+        return NOTHING, ""
+    named = named_checks(state.reason)
+    missing = [c for c in named if c not in passed]
+    if missing or not named:
+        why = f"{', '.join(missing)} did not pass in this call" if missing else "its reason names no check"
+        return NOTHING, f"{node} passes but stays drained: {why} ({state.reason})"
+    return RESUME, ""
 
 
-def apply(scontrol: Scontrol, node: str, verdict: str, wanted: str, now: datetime | None = None,
-          breaker: slurm_breaker.Breaker = slurm_breaker.Breaker(SHARE, WINDOW_S)) -> Done:
-    """Drain or resume ``node`` per ``decide`` (``wanted``: the drain reason when it failed), within the breaker
-    (module docstring). A failing scontrol is one line and changes nothing else; never raises SlurmError."""
+def apply(scontrol: Scontrol, node: str, verdict: str, wanted: str, passed: frozenset[str] = frozenset(),
+          now: datetime | None = None, breaker: slurm_breaker.Breaker = slurm_breaker.Breaker(SHARE, WINDOW_S)) -> Done:
+    """Drain or resume ``node`` per ``decide`` (``wanted``: the drain reason when it failed; ``passed``: the checks
+    that passed in this call), within the breaker (module docstring). A failing scontrol is one line and changes
+    nothing else; never raises SlurmError."""
     try:
         state = scontrol.show(node).get(node)
     except SlurmError as exc:
         return Done(NOTHING, (f"warning: cannot read Slurm node {node}, nothing drained or resumed: {exc}",))
-    action, note = decide(node, verdict, state)
+    action, note = decide(node, verdict, state, passed)
     try:
         if action == RESUME:
             scontrol.resume(node)

@@ -7,12 +7,14 @@ result, the Xid window) and, when asked, a Prometheus textfile for node_exporter
 ``verdict`` (pass, fail or error), ``cut`` (the budget ended it), ``exit_status``, ``line`` (what it printed, '' when
 healthy), ``checks`` ([{check, outcome, message, duration_s}] in run order), ``slurm`` ({action, lines}: what
 ``--drain self`` did), ``job_gpus`` (``SLURM_JOB_GPUS``), ``cpu_s`` (this process, user + system), ``tools_cpu_s``
-(the tools it ran), ``max_rss_kB``, ``boot_id`` and ``xid_after_s`` (the Xid window: the last kernel log stamp a
-passing xid check read on this boot, ``provision.checks.xid.window``). About 2 KB.
+(the tools it ran), ``max_rss_kB``, ``boot_id``, ``xid_after_s`` (the Xid window: the last kernel log stamp a
+passing xid check read on this boot, ``provision.checks.xid.window``) and ``xid_failing`` (the Xids it failed on,
+``provision.health.xids``). About 2 KB.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from provision.results.store import atomic_write, dumps
@@ -35,7 +37,17 @@ def xid_after(last: dict, boot_id: str | None) -> float | None:
     """The Xid window kept by the last call when it was on this boot (``boot_id``), else None (since boot)."""
     value = last.get("xid_after_s")
     same_boot = boot_id is not None and last.get("boot_id") == boot_id
-    return float(value) if same_boot and isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if not same_boot or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def latched(last: dict, boot_id: str | None) -> list[dict]:
+    """The failing Xids the last call kept (``provision.health.xids``) when it was on this boot, else []."""
+    rows = last.get("xid_failing") if boot_id is not None and last.get("boot_id") == boot_id else None
+    return [{"pci": r["pci"], "xid": r["xid"], "stamp_s": float(r["stamp_s"] or 0)} for r in rows or ()
+            if isinstance(r, dict) and isinstance(r.get("pci"), str) and isinstance(r.get("xid"), int)
+            and isinstance(r.get("stamp_s"), (int, float)) and math.isfinite(r["stamp_s"])]
 
 
 def save(folder: Path, record: dict) -> Path:

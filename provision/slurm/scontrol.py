@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -85,20 +86,26 @@ class Scontrol:
     (a test passes a fake)."""
 
     def __init__(self, command: tuple[str, ...] = ("scontrol",), timeout_s: float = TIMEOUT_S,
-                 run: Runner = subprocess.run):
-        self.command, self.timeout_s, self._run = command, timeout_s, run
+                 run: Runner = subprocess.run, deadline: float | None = None):
+        self.command, self.timeout_s, self._run, self.deadline = command, timeout_s, run, deadline
 
     def call(self, *args: str) -> str:
         """Run scontrol with ``args``; return its standard output. Raises SlurmError (one line) when it
-        cannot start, times out or exits non-zero."""
+        cannot start, times out or exits non-zero, or when ``deadline`` (time.monotonic()) has passed: each call's
+        timeout is the time left until it, at most ``timeout_s``."""
         argv = [*self.command, *args]
+        timeout = self.timeout_s
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout < 0.5:
+                raise SlurmError(f"{' '.join(argv[:3])}: not run: no time left of the call's budget")
         try:
-            proc = self._run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False,
+            proc = self._run(argv, capture_output=True, text=True, timeout=timeout, check=False,
                              stdin=subprocess.DEVNULL)
         except FileNotFoundError:
             raise SlurmError(str(external.missing(argv[0]))) from None
         except subprocess.TimeoutExpired:
-            raise SlurmError(f"{' '.join(argv[:3])} timed out after {self.timeout_s:g} s") from None
+            raise SlurmError(f"{' '.join(argv[:3])} timed out after {timeout:g} s") from None
         except OSError as exc:
             raise SlurmError(f"{argv[0]}: {exc.strerror or exc}") from None
         if proc.returncode != 0:

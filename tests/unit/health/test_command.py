@@ -75,6 +75,7 @@ def test_a_failing_check_drains_its_node_once_and_a_pass_resumes_it(node, tmp_pa
     ("IDLE+DRAIN", "PSU swap, ticket 4711 (alice)", "left alone: held by someone else (IDLE+DRAIN): PSU swap"),
     ("DOWN", "Not responding", "left alone: DOWN (Not responding)"),
     ("IDLE+DRAIN", "burnin: ib_ports mlx5_3 port 1: rate_Gbps = 200", "held by someone else"),
+    ("DOWN+DRAIN", "provision-health: xid PCI 0000:4c:00: xid = 79", "left alone: DOWN (provision-health: xid"),
 ])
 def test_a_node_someone_else_holds_is_never_touched(node, tmp_path, state, reason, said):
     states = slurm(tmp_path, node01=(state, reason))
@@ -87,7 +88,7 @@ def test_a_node_someone_else_holds_is_never_touched(node, tmp_path, state, reaso
     assert all(line.startswith("show node") for line in (tmp_path / "slurm.json.log").read_text().splitlines())
 
 
-def test_the_breaker_holds_a_drain_when_many_nodes_were_drained_by_the_health_check_this_hour(node, tmp_path):
+def test_the_breaker_holds_a_drain_when_many_nodes_were_drained_by_the_health_check_today(node, tmp_path):
     now = datetime.now().isoformat(timespec="seconds")
     nodes = {f"node{i:02d}": {"state": "IDLE"} for i in range(1, 21)}
     for name in ("node19", "node20"):
@@ -98,7 +99,7 @@ def test_the_breaker_holds_a_drain_when_many_nodes_were_drained_by_the_health_ch
         done = call(node, "--checks", "xid", "--drain", "self", "--mode", mode,
                     env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
         assert done.returncode == status, done.stdout + done.stderr
-        assert "provision-health: slurm: breaker: node01 not drained: at most 2 per 1 h (10 % of 20 Slurm nodes), 2 " \
+        assert "provision-health: slurm: breaker: node01 not drained: at most 2 per 24 h (10 % of 20 Slurm nodes), 2 " \
                "of them already drained by this health check in that time" in done.stdout
         assert json.loads(state.read_text())["node01"] == {"state": "IDLE"}
 
@@ -116,7 +117,7 @@ def test_drains_over_the_cap_in_the_same_second_step_back_to_it(node, tmp_path):
     (tmp_path / "bin/scontrol").write_text(racing)
     tools.printing(node[0], "dmesg", XID79)
     done = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
-    assert "breaker: node01 drained then resumed: 2 nodes drained by this health check within 1 h, more than 1" \
+    assert "breaker: node01 drained then resumed: 2 nodes drained by this health check within 24 h, more than 1" \
         in done.stdout, done.stdout
     assert json.loads(state.read_text())["node01"]["state"] == "IDLE"
     assert last(node)["slurm"]["action"] == "held by the breaker"
@@ -195,12 +196,19 @@ def test_checks_that_load_a_gpu_run_only_in_the_epilog_and_only_on_idle_gpus(nod
     assert refused.returncode == 2 and refused.stderr.strip() == (
         "provision: error: --checks gpu_stress: it loads the GPUs, which a job on this node would feel: not in "
         "--mode periodic (only in --mode epilog, when no process uses a GPU)")
-    assert call(node, "--checks", "ib_write_bw", "--mode", "epilog").returncode == 2  # an HCA's load: never
+    hca = call(node, "--checks", "ib_write_bw", "--mode", "epilog")  # an HCA's load: never; an epilog exits 0
+    assert hca.returncode == 0 and hca.stdout.startswith("ERROR:  provision-health:  Health check could not finish:  "
+                                                         "--checks ib_write_bw: it loads the HCAs")
     tools.tool(node[0], "nvidia-smi", "echo '00000000:4C:00.0, 4242, python3'\n")
-    busy = call(node, "--checks", "gpu_stress", "--mode", "epilog", "-v")
+    every = {"SLURM_JOB_GPUS": "0,1,2,3,4,5,6,7"}  # the ending job held every GPU: no other job holds one
+    busy = call(node, "--checks", "gpu_stress", "--mode", "epilog", "-v", env=every)
     assert busy.returncode == 0
     assert "provision-health: gpu_stress: skipped: not run: GPUs in use: pid 4242 (python3) on 00000000:4C:00.0" \
         in busy.stdout
+    shared = call(node, "--checks", "gpu_stress", "--mode", "epilog", "-v", env={"SLURM_JOB_GPUS": "0,1"})
+    assert "gpu_stress: skipped: not run: the ending job held GPUs 0,1 (SLURM_JOB_GPUS), not all 8: another job " \
+           "may hold the others" in shared.stdout
+    assert last(node)["job_gpus"] == [0, 1]
 
 
 @pytest.mark.parametrize("content, said", [
@@ -227,3 +235,56 @@ def test_a_kept_run_is_a_run_folder_like_a_burnins(node, tmp_path):
     report = json.loads((tmp_path / "runs/health-kept/report.json").read_text())
     assert report["verdicts"] == {"node01": "fail"} and (tmp_path / "runs/health-kept/junit/node01.xml").is_file()
     assert (tmp_path / "runs/health-kept/raw/node01/xid.txt").read_text() == XID79.read_text()
+
+
+def test_from_an_inventory_instead_of_the_config_file(node, tmp_path):
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    (inventory / "hosts.yml").write_text(
+        "all:\n  children:\n    gpu_nodes:\n      hosts:\n        node01:\n          ansible_host: 127.0.9.71\n"
+        f"          provision_profile: {H100}\n          provision_slurm_node: gpu-a01\n")
+    tools.printing(node[0], "dmesg", XID79)
+    done = tools.health(node[0], "-i", str(inventory), "--host", "node01", "--checks", "xid", "--state-dir",
+                        str(node[2]))
+    assert done.returncode == 1 and done.stdout.startswith(LINE)
+    assert last(node)["node"] == "node01" and last(node)["slurm_node"] == "gpu-a01"
+    both = tools.health(node[0], "-i", str(inventory), "--config", str(node[1]))
+    assert both.returncode == 2 and "give one" in both.stderr
+
+
+def test_a_drain_is_resumed_only_by_a_call_that_passed_the_checks_it_names(node, tmp_path):
+    state = slurm(tmp_path, node01=("IDLE+DRAIN", "provision-health: gpu_stress GPU3: gpu_burn FAULTY"))
+    tools.printing(node[0], "dmesg", HEALTHY)
+    done = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert done.returncode == 0
+    assert "node01 passes but stays drained: gpu_stress did not pass in this call" in done.stdout
+    assert json.loads(state.read_text())["node01"]["state"] == "IDLE+DRAIN"
+
+
+def test_in_a_prolog_the_health_checks_own_bad_input_exits_0(node):
+    node[1].unlink()
+    done = call(node, "--mode", "prolog")
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("ERROR:  provision-health:  Health check could not finish:  ")
+    assert "health.json: no such file" in done.stdout and done.stdout.rstrip().endswith("(exit 0: --mode prolog)")
+    assert call(node).returncode == 2  # periodic: bad input is bad input
+
+
+def test_an_xid_that_failed_keeps_failing_once_the_kernel_log_no_longer_holds_it(node):
+    tools.printing(node[0], "dmesg", XID79)
+    assert call(node, "--checks", "xid").returncode == 1
+    assert last(node)["xid_failing"] == [{"pci": "0000:4c:00", "xid": 79, "stamp_s": 3600.0}]
+    wrapped = node[0] / "wrapped.txt"  # the ring buffer wrapped: its first line is later than the Xid
+    wrapped.write_text("[ 5000.000000] mlx5_core 0000:1a:00.0: mlx5_port_module_event: Module 0, status: plugged\n")
+    tools.printing(node[0], "dmesg", wrapped)
+    kept = call(node, "--checks", "xid", "-v")
+    assert kept.returncode == 1 and "no longer in the kernel log" in kept.stdout
+    assert last(node)["xid_failing"] == [{"pci": "0000:4c:00", "xid": 79, "stamp_s": 3600.0}]
+    assert call(node, "--checks", "xid", "--ack-xid").returncode == 0 and last(node)["xid_failing"] == []
+    assert call(node, "--checks", "xid").returncode == 0
+    reaching = node[0] / "reaching.txt"  # a log that still covers the Xid's time and lacks it: not logged this boot
+    tools.printing(node[0], "dmesg", XID79)
+    assert call(node, "--checks", "xid", "--ack-xid").returncode == 0
+    reaching.write_text(HEALTHY.read_text())
+    tools.printing(node[0], "dmesg", reaching)
+    assert call(node, "--checks", "xid").returncode == 0
