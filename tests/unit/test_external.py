@@ -50,6 +50,13 @@ TEST_PACKAGES = {
     "ssh-add": ("openssh-client", "APT_PACKAGES"),
     "dpkg": ("dpkg", "SIM_APT_PACKAGES"),  # this test's own cross-check (dpkg -S)
     "dpkg-query": ("dpkg", "SIM_APT_PACKAGES"),
+    # a job sent to, and cancelled on, a simulated node's slurmd (tests/integration/test_health_slurm.py)
+    "sbatch": ("slurm-client", "TEST_APT_PACKAGES"),
+    "scancel": ("slurm-client", "TEST_APT_PACKAGES"),
+    # the libraries Slurm's programs need inside a simulated node (tests/integration/slurm_node.py); the role's
+    # wrapper checked by bash -n (tests/unit/test_role_health_check.py): both essential in Debian
+    "ldconfig": ("libc-bin", "TEST_APT_PACKAGES"),
+    "bash": ("bash", "TEST_APT_PACKAGES"),
 }
 # Programs that a program we start starts in turn: the C++ compiler cmake runs for the simulated
 # nvbandwidth tree (tests/unit/sim/test_sources.py).

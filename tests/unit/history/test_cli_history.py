@@ -113,7 +113,7 @@ def test_check_sets_are_tags_on_the_checks():
     assert quick and set(quick) < set(registry) and {"gpu_health", "xid"} <= set(quick)
     # quick: minutes, no cluster procedure: node checks, and firmware_fleet, which runs no tool (it compares outputs)
     assert all(registry[c].scope.value == "node" or registry[c].gathers for c in quick)
-    known = r"\(known: acceptance, deep, quick\)"  # issue 23 item 4 added acceptance
+    known = r"\(known: acceptance, deep, health, quick\)"  # issue 23 item 4 added acceptance, issue 38 health
     with pytest.raises(ProfileError, match=rf"--check-set nightly: no such check set {known}"):
         select.check_set("nightly", [host("n1")], None)
     with pytest.raises(ProvisionError, match="--check-set and --checks"):
