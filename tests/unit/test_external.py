@@ -54,9 +54,9 @@ TEST_PACKAGES = {
     "sbatch": ("slurm-client", "TEST_APT_PACKAGES"),
     "scancel": ("slurm-client", "TEST_APT_PACKAGES"),
     # the libraries Slurm's programs need inside a simulated node (tests/integration/slurm_node.py); the role's
-    # wrapper checked by bash -n (tests/unit/test_role_health_check.py): both essential in Debian
+    # wrapper checked by sh -n (tests/unit/test_role_health_check.py): both essential in Debian
     "ldconfig": ("libc-bin", "TEST_APT_PACKAGES"),
-    "bash": ("bash", "TEST_APT_PACKAGES"),
+    "sh": ("dash", "TEST_APT_PACKAGES"),
 }
 # Programs that a program we start starts in turn: the C++ compiler cmake runs for the simulated
 # nvbandwidth tree (tests/unit/sim/test_sources.py).

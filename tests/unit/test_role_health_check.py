@@ -78,7 +78,7 @@ def test_the_node_file_passes_the_health_commands_own_reader(tmp_path):
 
 def test_wrapper_runs_the_health_command_with_absolute_paths_and_passes_its_arguments(tmp_path):
     text = render("provision-health.j2")
-    assert text.startswith("#!/bin/bash\n")
+    assert text.startswith("#!/bin/sh\n")
     assert "\nexport PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" in text
     assert text.rstrip().endswith(
         "exec /opt/provision/venv/bin/provision health --config /etc/provision/health.json --state-dir "
@@ -88,13 +88,13 @@ def test_wrapper_runs_the_health_command_with_absolute_paths_and_passes_its_argu
     assert optional.rstrip().endswith("--drain none --textfile-dir /var/lib/node_exporter/textfile --budget 50 \"$@\"")
     script = tmp_path / "provision-health"
     script.write_text(text)
-    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    assert subprocess.run(["sh", "-n", str(script)], check=False).returncode == 0
 
 
 def test_prolog_and_epilog_wrappers_exec_the_wrapper_in_their_mode():
     for mode in ("prolog", "epilog"):
         text = render("provision-health-mode.j2", __health_check_mode=mode)
-        assert text.startswith("#!/bin/bash\n")
+        assert text.startswith("#!/bin/sh\n")
         assert text.rstrip().endswith(f"exec /usr/local/sbin/provision-health --mode {mode} \"$@\"")
 
 
