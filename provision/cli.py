@@ -138,14 +138,16 @@ def _health_parser(sub) -> None:
     _vault_options(he)
     he.add_argument("--mode", choices=tuple(modes.MODES), default="periodic", help="periodic (HealthCheckProgram, "
                     "cron, a timer; budget 30 s), prolog (budget 10 s) or epilog (budget 30 s; checks that load the "
-                    "GPUs may be named, and run only when no process uses a GPU); in prolog and epilog the health "
-                    "check's own failures exit 0 so that Slurm never drains a node for them")
+                    "GPUs may be named, and run only when the ending job held every GPU and no process uses one); in "
+                    "prolog and epilog the health check's own failures exit 0 so that Slurm never drains a node for "
+                    "them")
     he.add_argument("--budget", metavar="SECONDS", help="the whole call's time budget (default: the mode's); a check "
                     "still running then is cut: the health check's error, not the node's (exit 142 in periodic)")
     he.add_argument("--checks", help="comma-separated check ids (default: the health set)")
     he.add_argument("--drain", choices=("self", "none"), default="none", help="self: drain this node in Slurm "
                     "(scontrol) with a reason starting 'provision-health:' when a check fails, resume it when that "
-                    "reason is ours and every check passes; never touch a node someone else drained or that is DOWN")
+                    "reason is ours and the checks it names pass; never touch a node someone else drained or that is "
+                    "DOWN; never drain more than 10 %% of the nodes per 24 h")
     he.add_argument("--state-dir", default="/var/lib/provision/health", help="where last.json is kept (the last "
                     "result and the Xid window; default /var/lib/provision/health)")
     he.add_argument("--textfile-dir", metavar="DIR", help="also write provision_health.prom here (node_exporter's "

@@ -66,7 +66,8 @@ def _call(args: argparse.Namespace, mode: modes.Mode, began: float) -> int:
     xids.carry(xid, log, kept)
     verdict = _verdict(results, node.host.name)
     status = modes.exit_status(mode, verdict, outcome.cut)
-    run = Run(run_id=f"health-{started:%Y%m%dT%H%M%SZ}", inventory=node.label, phases=["burnin"],
+    run = Run(run_id=rundir.name if rundir is not None else f"health-{started:%Y%m%dT%H%M%SZ}", inventory=node.label,
+              phases=["burnin"],
               started=started.isoformat(timespec="seconds"),
               hosts={node.host.name: HostRecord(node.host.profile, {k: target.host.vars[k] for k in JUDGED_VARS
                                                                     if target.host.vars.get(k) is not None})},

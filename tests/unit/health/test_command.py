@@ -2,6 +2,8 @@
 NHC's line and exit statuses, the self-drain's rules, the health check's own failures (never a drain), the budget,
 the Xid window, last.json and the textfile."""
 import json
+import subprocess
+import sys
 from datetime import datetime
 
 import pytest
@@ -234,6 +236,14 @@ def test_a_kept_run_is_a_run_folder_like_a_burnins(node, tmp_path):
     assert done.returncode == 1
     report = json.loads((tmp_path / "runs/health-kept/report.json").read_text())
     assert report["verdicts"] == {"node01": "fail"} and (tmp_path / "runs/health-kept/junit/node01.xml").is_file()
+    assert report["run_id"] == "health-kept"
+    tools.printing(node[0], "dmesg", HEALTHY)
+    remembered = call(node, "--checks", "xid", "--history", str(tmp_path / "history.db"), "--run-id", "health-h",
+                      env={"PROVISION_RUNS_DIR": str(tmp_path / "runs")})
+    assert remembered.returncode == 0 and (tmp_path / "runs/health-h/report.json").is_file()
+    listed = subprocess.run([sys.executable, "-m", "provision", "history", "--history", str(tmp_path / "history.db")],
+                            capture_output=True, text=True, timeout=60)
+    assert "node01: 1 runs" in listed.stdout and "last health-h: pass" in listed.stdout
     assert (tmp_path / "runs/health-kept/raw/node01/xid.txt").read_text() == XID79.read_text()
 
 
