@@ -72,7 +72,11 @@ def _call(args: argparse.Namespace, mode: modes.Mode, began: float) -> int:
               hosts={node.host.name: HostRecord(node.host.profile, {k: target.host.vars[k] for k in JUDGED_VARS
                                                                     if target.host.vars.get(k) is not None})},
               results=results)
-    done = _drain(args, node, run, verdict, outcome.cut, began + budget + modes.SLURM_S)
+    try:
+        done = _drain(args, node, run, verdict, outcome.cut, began + budget + modes.SLURM_S)
+    except Exception as exc:  # noqa: BLE001 - the verdict stands whatever Slurm's side does (module docstring)
+        done = selfdrain.Done(selfdrain.NOTHING, (f"warning: --drain self did not finish: {type(exc).__name__}: "
+                                                  f"{' '.join(str(exc).split())[:200]}",))
     if done.action == selfdrain.HELD and mode.own_errors_pass and status == modes.UNHEALTHY:
         status = modes.OK  # the breaker holds: a shared cause, not this node; the job goes ahead (modes docstring)
     line = _line(run, node.host.name, verdict, outcome, budget)
@@ -133,6 +137,8 @@ def _checks(given: str | None, target, mode: modes.Mode) -> list[str]:
     if given is None:
         return [c for c in sets.members("health", registry) if c not in target.profile.exclude_checks]
     wanted = [c.strip() for c in given.split(",") if c.strip()]
+    if not wanted:
+        raise ProvisionError(f"--checks {given!r}: no check id given (the health set runs when --checks is left out)")
     for check_id in wanted:
         check = registry.get(check_id)
         if check is None:

@@ -55,14 +55,21 @@ def from_config(path: Path) -> Node:
     return Node(host, slurm_node, str(path))
 
 
+MOST_BYTES = 1 << 20  # a node's file is a few KB; a larger one (or a device, a FIFO) is not one
+
+
 def _read(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text())
+        if path.exists() and (not path.is_file() or path.stat().st_size > MOST_BYTES):
+            raise InventoryError(f"{path}: not a regular file of at most {MOST_BYTES} bytes")
+        data = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise InventoryError(f"{path}: no such file (the health_check role writes it; or give -i INVENTORY "
                              "or --profile NAME)") from None
     except OSError as exc:
         raise InventoryError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise InventoryError(f"{path}: not JSON: nested too deeply") from None
     except ValueError as exc:
         raise InventoryError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict):

@@ -26,6 +26,7 @@ post-check (milliseconds). ``HealthCheckNodeState=CYCLE`` (the role's default) s
 interval, which makes even that rare."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -58,8 +59,13 @@ def reason(run, host: str) -> str:
 
 
 def named_checks(reason: str) -> tuple[str, ...]:
-    """The check ids a reason of this health check names (``provision-health: a,b ...`` -> ('a', 'b'))."""
-    return slurm_drain.named_checks(slurm_drain.PREFIX + reason[len(PREFIX):]) if reason.startswith(PREFIX) else ()
+    """The check ids a reason of this health check names (``provision-health: a,b ...`` -> ('a', 'b')); () when it
+    is not ours, or its list of checks was cut (a reason cut at ``REASON_MAX`` within it): then no call resumes it."""
+    words = reason[len(PREFIX):].split() if reason.startswith(PREFIX) else []
+    if len(words) < 2:
+        return ()
+    ids = words[0].split(",")
+    return tuple(ids) if all(re.fullmatch(r"[a-z0-9_]+", c) for c in ids) else ()
 
 
 def decide(node: str, verdict: str, state: NodeState | None, passed: frozenset[str] = frozenset()) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 from provision.results.store import atomic_write, dumps
@@ -22,32 +23,54 @@ from provision.results.store import atomic_write, dumps
 LAST = "last.json"
 TEXTFILE = "provision_health.prom"
 SCHEMA = 1
+_PCI = re.compile(r"[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?")  # as dmesg's Xid lines print it
+
+
+MOST_BYTES = 1 << 20  # last.json is about 2 KB: a larger one is not this tool's
 
 
 def previous(folder: Path) -> dict:
-    """The last call's ``last.json`` in ``folder`` ({} when there is none or it cannot be read: a first call)."""
+    """The last call's ``last.json`` in ``folder`` ({} when there is none, it is not a regular file of at most
+    ``MOST_BYTES``, or it cannot be read as this schema: a first call). Never blocks on a FIFO, never raises."""
+    path = folder / LAST
     try:
-        data = json.loads((folder / LAST).read_text())
-    except (OSError, ValueError):
+        if not path.is_file() or path.stat().st_size > MOST_BYTES:
+            return {}
+        data = json.loads(path.read_bytes()[:MOST_BYTES])
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) and data.get("schema") == SCHEMA else {}
 
 
+def _seconds(value) -> float | None:
+    """A kernel log stamp kept in last.json: a finite number >= 0, else None."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
 def xid_after(last: dict, boot_id: str | None) -> float | None:
     """The Xid window kept by the last call when it was on this boot (``boot_id``), else None (since boot)."""
-    value = last.get("xid_after_s")
     same_boot = boot_id is not None and last.get("boot_id") == boot_id
-    if not same_boot or not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    return _seconds(last.get("xid_after_s")) if same_boot else None
 
 
 def latched(last: dict, boot_id: str | None) -> list[dict]:
-    """The failing Xids the last call kept (``provision.health.xids``) when it was on this boot, else []."""
+    """The failing Xids the last call kept (``provision.health.xids``) when it was on this boot, else []; a row not of
+    their shape (a PCI id, an Xid number, a stamp) is left out."""
     rows = last.get("xid_failing") if boot_id is not None and last.get("boot_id") == boot_id else None
-    return [{"pci": r["pci"], "xid": r["xid"], "stamp_s": float(r["stamp_s"] or 0)} for r in rows or ()
-            if isinstance(r, dict) and isinstance(r.get("pci"), str) and isinstance(r.get("xid"), int)
-            and isinstance(r.get("stamp_s"), (int, float)) and math.isfinite(r["stamp_s"])]
+    kept = []
+    for row in rows if isinstance(rows, list) else ():
+        if not isinstance(row, dict) or not isinstance(row.get("pci"), str) or not _PCI.fullmatch(row["pci"]):
+            continue
+        xid, stamp = row.get("xid"), _seconds(row.get("stamp_s"))
+        if isinstance(xid, int) and not isinstance(xid, bool) and 0 < xid < 100000 and stamp is not None:
+            kept.append({"pci": row["pci"], "xid": xid, "stamp_s": stamp})
+    return kept
 
 
 def save(folder: Path, record: dict) -> Path:

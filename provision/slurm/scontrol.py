@@ -100,8 +100,8 @@ class Scontrol:
             if timeout < 0.5:
                 raise SlurmError(f"{' '.join(argv[:3])}: not run: no time left of the call's budget")
         try:
-            proc = self._run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                             stdin=subprocess.DEVNULL)
+            proc = self._run(argv, capture_output=True, text=True, errors="replace", timeout=timeout, check=False,
+                             stdin=subprocess.DEVNULL)  # an operator's reason in Latin-1 is read, not a crash
         except FileNotFoundError:
             raise SlurmError(str(external.missing(argv[0]))) from None
         except subprocess.TimeoutExpired:

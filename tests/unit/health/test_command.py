@@ -2,6 +2,7 @@
 NHC's line and exit statuses, the self-drain's rules, the health check's own failures (never a drain), the budget,
 the Xid window, last.json and the textfile."""
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime
@@ -268,7 +269,7 @@ def test_a_drain_is_resumed_only_by_a_call_that_passed_the_checks_it_names(node,
     done = call(node, "--checks", "xid", "--drain", "self", env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     assert done.returncode == 0
     assert "node01 passes but stays drained: gpu_stress did not pass in this call" in done.stdout
-    assert json.loads(state.read_text())["node01"]["state"] == "IDLE+DRAIN"
+    assert json.loads(state.read_text())["node01"]["state"] == "IDLE+DRAIN", done.stdout
 
 
 def test_in_a_prolog_the_health_checks_own_bad_input_exits_0(node):
@@ -298,3 +299,52 @@ def test_an_xid_that_failed_keeps_failing_once_the_kernel_log_no_longer_holds_it
     reaching.write_text(HEALTHY.read_text())
     tools.printing(node[0], "dmesg", reaching)
     assert call(node, "--checks", "xid").returncode == 0
+
+
+def test_an_empty_checks_list_runs_nothing_and_is_refused(node):
+    tools.tool(node[0], "gpu_burn", "echo ran > gpu_burn.ran\n")
+    done = call(node, "--checks", " ,")
+    assert done.returncode == 2 and "--checks ' ,': no check id given" in done.stderr
+    assert call(node, "--checks", ",", "--mode", "prolog").returncode == 0 and not list(node[0].glob("*.ran"))
+
+
+@pytest.mark.parametrize("content", [
+    '{"schema": 1, "boot_id": "BOOT", "xid_after_s": 1' + "0" * 400 + '}',
+    '{"schema": 1, "boot_id": "BOOT", "xid_failing": 5}',
+    '{"schema": 1, "boot_id": "BOOT", "xid_failing": [{"pci": "0000:4c:00", "xid": 79, "stamp_s": 1' + "0" * 400
+    + '}, {"pci": "", "xid": true, "stamp_s": -1}]}',
+    "[" * 100000,
+])
+def test_a_damaged_last_json_is_a_first_call(node, content):
+    tools.printing(node[0], "dmesg", HEALTHY)
+    node[2].mkdir()
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    (node[2] / "last.json").write_text(content.replace("BOOT", boot))
+    done = call(node, "--checks", "xid")
+    assert (done.returncode, done.stderr) == (0, "") and last(node)["verdict"] == "pass"  # and rewritten
+
+
+def test_a_fifo_or_a_device_is_never_read_as_config_or_state(node, tmp_path):
+    tools.printing(node[0], "dmesg", HEALTHY)
+    node[2].mkdir()
+    os.mkfifo(node[2] / "last.json")
+    done = call(node, "--checks", "xid", "--budget", "5")  # a FIFO would block the read for ever
+    assert done.returncode == 0 and last(node)["verdict"] == "pass"  # not read, then replaced by the new one
+    for config in ("/dev/zero", str(tmp_path / "fifo.json")):
+        if config.endswith("fifo.json"):
+            os.mkfifo(config)
+        bad = tools.health(node[0], "--config", config, "--state-dir", str(tmp_path / "s2"), "--checks", "xid")
+        assert bad.returncode == 2 and f"{config}: not a regular file" in bad.stderr
+
+
+def test_scontrol_printing_latin_1_is_read_and_the_verdict_stands(node, tmp_path):
+    state = slurm(tmp_path, node01="IDLE", node02=("IDLE+DRAIN", "r\\u00e9paration (bob)"))
+    script = (tmp_path / "bin/scontrol").read_text().replace(
+        'print(f"NodeName={name}', 'sys.stdout.flush(); sys.stdout.buffer.write(b"NodeName=x State=IDLE '
+        'Reason=r\\xe9paration [bob@2026-12-04T21:00:00]\\n"); print(f"NodeName={name}')
+    (tmp_path / "bin/scontrol").write_text(script)
+    tools.printing(node[0], "dmesg", XID79)
+    done = call(node, "--checks", "xid", "--drain", "self", "--mode", "prolog",
+                env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert done.returncode == 1 and done.stdout.startswith(LINE), done.stdout + done.stderr
+    assert json.loads(state.read_text())["node01"]["state"] == "IDLE+DRAIN", done.stdout
