@@ -287,13 +287,21 @@ def leftovers(node: rack.SimNode) -> list[str]:
 
 
 def _reap(nodes: list[rack.SimNode]) -> list[str]:
-    """Kill (by PID) what ``leftovers`` finds, after a short grace; returns what it found."""
+    """What ``leftovers`` finds is sent SIGTERM by PID (a daemon that left nsenter's process group), given 30 s (a
+    slurmd on a loaded 2-core machine takes its time to stop), then killed; returns what was still there then."""
     found: list[str] = []
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
+    termed: set[int] = set()
     while time.monotonic() < deadline:
         found = [f"{n.name}: {line}" for n in nodes for line in leftovers(n)]
         if not found:
             return []
+        for line in found:
+            pid = int(line.split(": ", 1)[1].split()[0])
+            if pid not in termed:
+                termed.add(pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
         time.sleep(0.2)
     for line in found:
         with contextlib.suppress(ProcessLookupError):

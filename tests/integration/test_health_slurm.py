@@ -9,12 +9,13 @@ HealthCheckInterval, HealthCheckNodeState; then its Prolog).
   healed, resumed. node02 keeps the operator's reason all along.
 - The Prolog (the role's, HealthCheckInterval 0: only the prolog judges): a batch job sent to node01 with a port down
   never runs there: the prolog fails, Slurm drains the node and requeues the job held
-  (https://slurm.schedmd.com/prolog_epilog.html: "If the Prolog fails (returns a non-zero exit code), this will result
-  in the node being set to a DRAIN state and the job being requeued. The job will be placed in a held state unless
-  nohold_on_prolog_fail is configured in SchedulerParameters").
+  (https://slurm.schedmd.com/prolog_epilog.html: "If the Prolog fails (returns a non-zero exit code), this will
+  result in the node being set to a DRAIN state and the job being requeued. The job will be placed in a held state
+  unless nohold_on_prolog_fail is configured in SchedulerParameters").
 
-"Within one interval" is shown by order, never by a clock: the first call that started after the fault (its last.json:
-``ended_unix_s - wall_s``) is the one that drained the node.
+"Within one interval" is shown by order, never by a clock: by the end of the first call that started after the fault
+(its last.json: ``ended_unix_s - wall_s``) the node is drained by this health check: by that call, or by the one
+running when the fault came.
 """
 import json
 import os
@@ -44,14 +45,15 @@ def last(node) -> dict:
 
 
 def first_call_after(node, since: float) -> dict:
-    """The last.json of the first health check of ``node`` that started after ``since`` (Unix time)."""
+    """The last.json of the first health check of ``node`` that started after ``since`` (Unix time) and judged the
+    node (pass or fail: a call a loaded machine made run past its budget judges nothing and changes nothing)."""
     deadline = time.monotonic() + PATIENCE_S
     while time.monotonic() < deadline:
         kept = last(node)
-        if kept and kept["ended_unix_s"] - kept["wall_s"] > since:
+        if kept and kept["ended_unix_s"] - kept["wall_s"] > since and kept["verdict"] != "error":
             return kept
         time.sleep(0.1)
-    raise AssertionError(f"{node.name}: no health check started after the fault: {last(node)}")
+    raise AssertionError(f"{node.name}: no health check judged it after {since}: {last(node)}")
 
 
 def fault(inv, node: str, kind: str, device: str) -> float:
@@ -106,21 +108,25 @@ def test_slurmd_runs_the_health_check_drains_with_our_reason_resumes_and_the_pro
         assert slurm.scontrol("update", "NodeName=node02", "State=DRAIN", f"Reason={OPERATOR}").returncode == 0
 
         for kind, device, check in (("xid79", "1", "xid"), ("ib_port_down", "mlx5_2", "ib_ports")):
+            fault(inv, "node02", kind, device)  # node02 first: nothing slow between node01's fault and the watch
             broken = fault(inv, "node01", kind, device)
-            fault(inv, "node02", kind, device)
             drained = first_call_after(n1, broken)
-            assert drained["verdict"] == "fail" and drained["slurm"]["action"] == "drained", drained
+            assert next(c for c in drained["checks"] if c["check"] == check)["outcome"] == "fail", drained
+            # drained by it, or already by the call that was running when the fault came (it saw part of it)
+            assert drained["slurm"]["action"] == "drained" or "already drained by this health check" in \
+                drained["slurm"]["lines"][0], drained
             state = slurm.node("node01")
             assert state.words == {"IDLE", "DRAIN"} and state.reason.startswith("provision-health: "), state
-            assert check in state.reason.split()[1].split(","), state  # the failing checks, then the first finding
-            operator = first_call_after(n2, broken)
+            operator = first_call_after(n2, broken)  # any call on the broken node02 says the same
             assert operator["verdict"] == "fail" and operator["slurm"]["action"] == "nothing"
             assert "node02 left alone: held by someone else" in operator["slurm"]["lines"][0]
             assert slurm.node("node02").reason == OPERATOR
-            healed = heal(inv, "node01")
             heal(inv, "node02")
+            healed = heal(inv, "node01")
             resumed = first_call_after(n1, healed)
-            assert resumed["verdict"] == "pass" and resumed["slurm"]["action"] == "resumed", resumed
+            assert resumed["verdict"] == "pass", resumed
+            # resumed by it, or by the call that was running when the heal came (it saw only the healed node)
+            assert resumed["slurm"]["action"] in ("resumed", "nothing"), resumed
             assert not slurm.node("node01").held() and slurm.node("node01").reason == ""
             assert first_call_after(n2, healed)["slurm"]["action"] == "nothing"
             assert slurm.node("node02").reason == OPERATOR  # never ours to resume
