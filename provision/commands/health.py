@@ -19,7 +19,6 @@ from provision.health import modes, node as health_node, selfdrain, state
 from provision.results.model import HostRecord, JUDGED_VARS, Outcome, Run, Scope
 
 NAME = "provision-health"  # as NHC's "nhc" in its lines
-STATE_DIR = Path("/var/lib/provision/health")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -186,13 +185,13 @@ def _idle_gpus(chosen: list[str], mode: modes.Mode, target, budget: float):
                    f"{(result.stderr or result.stdout).strip()[:120]})")
     if not why:
         return chosen, []
-    skipped = [CheckResult(c, ("",), Outcome.SKIPPED, f"not run: {why}; it loads the GPUs") for c in loading]
+    skipped = [CheckResult(c, (target.name,), Outcome.SKIPPED, f"not run: {why}; it loads the GPUs") for c in loading]
     return [c for c in chosen if c not in loading], skipped
 
 
 def _verdict(results, host: str) -> str:
     """pass, fail or error for ``host``: a failure wins (it judged the node), then an error (not judged)."""
-    mine = [r for r in results if host in r.hosts or r.hosts == ("",)]
+    mine = [r for r in results if host in r.hosts]
     if any(r.outcome is Outcome.FAIL for r in mine):
         return "fail"
     return "error" if any(r.outcome is Outcome.ERROR for r in mine) else "pass"
