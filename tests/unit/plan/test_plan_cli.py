@@ -1,6 +1,7 @@
 """`provision plan` as a user types it: the seed inventory is rejected (exit 1) with each conflict and the
 nearest consistent stack; a consistent one passes (exit 0); `provision run` and `install` refuse to start on
-the seed (exit 2) before any node is reached (its addresses are unused 127.0.9.x loopback addresses); bad input is one line, exit 2."""
+the seed (exit 2) before any node is reached (its addresses are unused 127.0.9.x loopback addresses);
+bad input is one line, exit 2."""
 import shutil
 
 import pytest
