@@ -367,7 +367,7 @@ FABRIC_KINDS = {
     "cable_degraded": ("a cable trained down (--device mlx5_R or mlx5_R:upJ; --value width 1x|2x or a speed "
                        "such as HDR; default 1x)", "degrade"),
     "port_dead": ("a switch port dead: the cable is gone from the fabric (--device mlx5_R:upJ)", "dead"),
-    "port_flapping": ("a switch port flapping: flows through it lose 0-80% (--device mlx5_R:upJ)", "flap"),
+    "port_flapping": ("a switch port flapping: flows through it lose 30-80% (--device mlx5_R:upJ)", "flap"),
 }
 
 # Service fault kinds: (description, the systemd unit stopped). nvidia-imex.service is the unit NVIDIA's package

@@ -10,7 +10,10 @@ numbered leaf by leaf in leaf-LID order, then port) leaves its source leaf on up
 flow nothing, as on a real fabric after the SM sweeps.
 
 A cable carries ``rate / nominal`` of a flow (1x instead of 4x: a quarter); a flapping cable
-loses a random 0-80% of a run (retransmissions after link recovery). Multi-node all-reduce is
+loses a random 30-80% of a run (the link down and retraining for part of it, then retransmissions).
+The simulator models only flaps that cost a run more than the checks' 10% margin: one that costs
+less is, by bandwidth, a healthy cable (its counters are ib_ports' business), and a draw near 1.0
+would make a test of localization pass or fail by chance. Multi-node all-reduce is
 ring-based (NCCL's ring algorithm, nccl-tests PERFORMANCE.md): per rail, the ring is as fast
 as its slowest hop; NCCL splits the buffer evenly over its channels (one or more per rail),
 so the collective ends when the slowest rail does: inter-node bus bandwidth is rails x the
@@ -108,7 +111,7 @@ def path_factor(plane: Plane, src: tuple[str, str], dst: tuple[str, str], rng: r
         if plane.nominal:
             factor = min(factor, cable_rate(cable) / plane.nominal)
         if cable.get("flapping"):
-            factor = min(factor, rng.uniform(0.2, 1.0))
+            factor = min(factor, rng.uniform(0.2, 0.7))
     return factor
 
 
