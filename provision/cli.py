@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--tags", help="Ansible tags to run")
             c.add_argument("--retry-failed", metavar="RUN", help="only the hosts whose install did not end ok in "
                            "that run (a run folder or id, e.g. latest)")
+            c.add_argument("--method", choices=("push", "local", "image"), default="push",
+                           help="push: Ansible here works every node (default; a rack); local: every node runs the "
+                           "roles itself, sent the bundle and its own variables; image: the roles run once per kind "
+                           "of node, the result unpacked on the others, which then run the roles themselves (a no-op "
+                           "but for their own files). README: which to use when")
         if name != "install":
             c.add_argument("--checks", help="comma-separated check ids (default: all)")
             c.add_argument("--scope", choices=("node", "cluster", "all"), default="all",

@@ -22,6 +22,7 @@ from provision.engine.transport import CommandResult
 from provision.errors import CommandError
 
 GRACE_S = 5.0  # time past the command's timeout before the channel itself is abandoned
+FEED_CHUNK = 1 << 20  # bytes handed to paramiko at once by ``feed`` (it splits them into SSH packets)
 PID_MARK = "provision-pid "  # the first stderr line of every command: the PID of its timeout wrapper
 
 
@@ -66,6 +67,29 @@ class SshConnection:
             raise CommandError(f"host {self.host.name}: could not start {argv[0]}: "
                                f"{exc or 'the connection was closed'}") from None
         return SshProcess(self, channel, argv, timeout_s)
+
+    def feed(self, argv: list[str], data: bytes, timeout_s: float) -> CommandResult:
+        """Run ``argv`` with ``data`` on its standard input (then end of file) and wait for it, at most ``timeout_s``
+        seconds in all. For commands that read their input before they print much (``tar -x``): the output is read
+        after the input is sent. Raises CommandError when the connection fails while sending."""
+        proc = self.start(argv, timeout_s)
+        try:
+            view = memoryview(data)
+            for at in range(0, len(view), FEED_CHUNK):
+                proc.channel.sendall(bytes(view[at:at + FEED_CHUNK]))
+            proc.channel.shutdown_write()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            proc.close()
+            raise CommandError(f"host {self.host.name}: sending {len(data)} bytes to {argv[0]} failed: "
+                               f"{exc or 'the connection was closed'}") from None
+        return proc.wait()
+
+    def fetch(self, argv: list[str], timeout_s: float) -> tuple[CommandResult, bytes]:
+        """Run ``argv`` and wait for it, at most ``timeout_s`` seconds: its result and its standard output as bytes
+        (an archive it writes). Raises CommandError."""
+        proc = self.start(argv, timeout_s)
+        result = proc.wait()
+        return result, bytes(proc.out)
 
     def alive(self) -> bool:
         """False once the connection ended (the node rebooted or its sshd went away)."""

@@ -210,6 +210,16 @@ def _owner_only(folder: Path) -> None:
 _LAST_ROLE = [""]
 
 
+def host_events(events, progress) -> dict[str, PlaybookHost]:
+    """The hosts' results (``PlaybookHost`` by name) from ansible-runner's events (dicts, as its event handler and
+    ``ansible-runner -j`` give them, or ``provision.rollout.node_side``'s slimmed ones): the same reading as a
+    playbook run here. A failed or unreachable host and a pending reboot go to ``progress``, as here."""
+    hosts: dict[str, PlaybookHost] = {}
+    for event in events:
+        _on_event(event, hosts, progress, role_lines=False)
+    return hosts
+
+
 def _event_handler(hosts: dict[str, PlaybookHost], progress, events: Listener | None = None,
                    total: int = 0) -> Callable[[dict], bool]:
     def handle(event: dict) -> bool:
@@ -237,9 +247,10 @@ def _emit(event: dict, events: Listener, total: int) -> None:
                           else _STATUS[kind], bool((data.get("res") or {}).get("changed"))))
 
 
-def _on_event(event: dict, hosts: dict[str, PlaybookHost], progress, events: Listener | None = None) -> None:
+def _on_event(event: dict, hosts: dict[str, PlaybookHost], progress, events: Listener | None = None,
+              role_lines: bool = True) -> None:
     kind, data = event.get("event", ""), event.get("event_data", {})
-    if kind == "playbook_on_task_start" and data.get("role") and data.get("role") != _LAST_ROLE[0]:
+    if role_lines and kind == "playbook_on_task_start" and data.get("role") and data.get("role") != _LAST_ROLE[0]:
         _LAST_ROLE[0] = data["role"]
         if events is None:
             progress(f"  install role {data['role']}")

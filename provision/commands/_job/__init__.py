@@ -177,8 +177,8 @@ def _install(ctx: RunContext) -> list[Target]:
     assert ctx.chosen.inventory is not None  # --local is refused an install (select.local)
     todo = [t.host for t in ctx.chosen.targets if t.name not in ctx.run.install]
     if todo:
-        install.install(ctx.chosen.inventory, todo, ctx.rundir, ctx.run, ctx.options.tags, ctx.control,
-                        ctx.options.forks)
+        how = install.How(ctx.options.method, ctx.options.forks, ctx.options.tags)
+        install.install(ctx.chosen.inventory, todo, ctx.rundir, ctx.run, ctx.control, how)
         ctx.rundir.save(ctx.run)
     return [t for t in ctx.chosen.targets if ctx.run.install[t.name].status == "ok"]
 

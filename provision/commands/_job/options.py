@@ -53,6 +53,7 @@ class JobOptions:
     resume: str | None = None  # --resume RUN: continue that killed run with its own options (``resume``)
     recover: bool = False  # --recover: power-cycle the nodes that hang, through their BMCs (engine.recovery)
     insecure_bmc: bool = False  # --insecure-bmc: the BMCs' TLS certificates are not verified (said in the run)
+    method: str = "push"  # --method: push, local or image (provision.rollout.methods)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> JobOptions:

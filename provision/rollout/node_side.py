@@ -1,0 +1,211 @@
+"""What a node runs for ``install --method local|image``: standard library only, Python 3.9+ (the node's own).
+
+The controller sends this file once, inside the install bundle (``/opt/provision/bundle/node_side.py``), and
+feeds it on standard input for the first probe (``python3 - probe``). Subcommands, each printing one JSON
+line (``run`` one per Ansible event, then its end):
+
+- ``probe BUNDLE_DIR``: the node's Python, machine, OS (``/etc/os-release`` ID and VERSION_ID), kernel, the
+  digest of its package list (``dpkg-query -W`` or ``rpm -qa``, sorted), the bundle and Ansible it holds, the
+  image it last received.
+- ``stamp DIR``: before an image build, the list of every path of the root file system (``find / -xdev``) and a
+  stamp file: ``capture`` later takes what changed after it.
+- ``capture DIR IMAGE_ID EXCLUDES...``: after the build, a gzip'd tar of every path whose inode changed after
+  the stamp (ctime: dpkg, pip, the roles' copies and chmods all set it; nothing sets it back), minus the per-node
+  paths ``EXCLUDES``; the paths that were there before and are gone go into the image's
+  ``/opt/provision/image/manifest.json`` too. The tar goes to standard output.
+- ``finish-image``: on a node that received the image: removes what the build removed, records the image.
+- ``run RUN_DIR IDENT PLAYBOOK INVENTORY HOST [TAGS [EXTRA_VARS_JSON]]``: ``ansible-runner`` (its Python API, in
+  the node's Ansible virtualenv) runs the playbook on this node alone, ``-c local``; each event goes to standard
+  output as one compact JSON line, cut down to what the controller reads (``provision.runner.ansible``), then
+  ``{"event": "provision_end", ...}`` with ansible-runner's status and exit status.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+
+IMAGE_DIR = "/opt/provision/image"  # the image's own manifest, inside the image
+IMAGE_MARK = "/var/lib/provision/image.json"  # which image this node last received (per node, never in an image)
+ANSIBLE_VENV = "/opt/provision/ansible"
+WHEELS_MARK = ANSIBLE_VENV + "/.provision-wheels"  # the digest of the wheel set the virtualenv was made from
+# What an event keeps of Ansible's result (provision.runner.ansible reads these).
+RES_KEYS = ("changed", "msg", "stderr", "reason", "rc")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _os_release() -> dict:
+    out = {}
+    for line in _read("/etc/os-release").splitlines():
+        key, _, value = line.partition("=")
+        out[key.strip()] = value.strip().strip('"')
+    return out
+
+
+def package_digest() -> str:
+    """sha256 of the node's sorted package list with versions ("" when neither dpkg nor rpm answers)."""
+    for argv in (["dpkg-query", "-W", "-f", "${Package}=${Version} ${db:Status-Abbrev}\n"],
+                 ["rpm", "-qa", "--qf", "%{NAME}=%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n"]):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        except OSError:
+            continue
+        if done.returncode == 0 and done.stdout.strip():
+            lines = sorted(line for line in done.stdout.splitlines() if line.strip())
+            return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return ""
+
+
+def probe(bundle_dir: str) -> dict:
+    osr = _os_release()
+    return {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine(),
+            "os": f"{osr.get('ID', '')}{osr.get('VERSION_ID', '')}", "kernel": platform.release(),
+            "packages": package_digest(), "bundle": _read(os.path.join(bundle_dir, "DIGEST")),
+            "wheels": _read(WHEELS_MARK), "image": (json.loads(_read(IMAGE_MARK) or "{}") or {}).get("id", "")}
+
+
+def stamp(folder: str) -> dict:
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    with open(os.path.join(folder, "before.list"), "wb") as out:
+        subprocess.run(["find", "/", "-xdev", "-print0"], stdout=out, check=True)
+    open(os.path.join(folder, "stamp"), "w").close()
+    return {"stamp": os.path.join(folder, "stamp"), "packages": package_digest()}
+
+
+def _excluded(path: str, excludes: list[str]) -> bool:
+    return any(path == e or path.startswith(e.rstrip("/") + "/") for e in excludes)
+
+
+def capture(folder: str, image_id: str, excludes: list[str]) -> int:
+    """Write the image's tar (gzip) to standard output; 0, or tar's exit status."""
+    stamp_path = os.path.join(folder, "stamp")
+    with open(os.path.join(folder, "before.list"), "rb") as f:
+        before = set(f.read().split(b"\0"))
+    done = subprocess.run(["find", "/", "-xdev", "-print0"], capture_output=True, check=True)
+    after = set(done.stdout.split(b"\0"))
+    removed = sorted(p.decode(errors="surrogateescape") for p in before - after if p)
+    removed = [p for p in removed if not _excluded(p, excludes)]
+    changed = subprocess.run(["find", "/", "-xdev", "-cnewer", stamp_path, "-print0"], capture_output=True,
+                             check=True).stdout.split(b"\0")
+    paths = sorted(p for p in (c.decode(errors="surrogateescape") for c in changed if c)
+                   if p != "/" and not _excluded(p, excludes))
+    os.makedirs(IMAGE_DIR, exist_ok=True)
+    manifest = {"id": image_id, "removed": removed, "paths": len(paths)}
+    with open(os.path.join(IMAGE_DIR, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    paths += [IMAGE_DIR, IMAGE_DIR + "/manifest.json"]
+    listing = os.path.join(folder, "capture.list")
+    with open(listing, "wb") as f:
+        f.write(b"\0".join(p.lstrip("/").encode(errors="surrogateescape") for p in dict.fromkeys(paths)))
+    sys.stdout.flush()
+    rc = subprocess.run(["tar", "-C", "/", "--null", "--no-recursion", "--numeric-owner", "--xattrs",
+                         "-czf", "-", "-T", listing], stdout=sys.stdout.buffer, check=False).returncode
+    if rc == 0:  # the builder holds its image as every node it goes to will
+        _mark(image_id)
+    return rc
+
+
+def _mark(image_id: str) -> None:
+    os.makedirs(os.path.dirname(IMAGE_MARK), exist_ok=True)
+    with open(IMAGE_MARK, "w") as f:
+        json.dump({"id": image_id}, f)
+
+
+def finish_image() -> dict:
+    with open(os.path.join(IMAGE_DIR, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    gone = 0
+    for path in reversed(manifest.get("removed", [])):  # children before their folders
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+            gone += 1
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass  # a folder the node filled itself: left
+    _mark(manifest["id"])
+    subprocess.run(["systemctl", "daemon-reload"], capture_output=True, check=False)
+    return {"id": manifest["id"], "removed": gone}
+
+
+def _slim(event: dict) -> dict | None:
+    kind = event.get("event", "")
+    if kind not in ("playbook_on_task_start", "runner_on_ok", "runner_on_failed", "runner_on_unreachable",
+                    "runner_on_skipped", "playbook_on_stats"):
+        return None
+    data = event.get("event_data") or {}
+    res = data.get("res") or {}
+    out = {k: res[k] for k in RES_KEYS if k in res}
+    reboot = (res.get("ansible_facts") or {}).get("nvidia_driver_reboot_pending")
+    if reboot is not None:
+        out["ansible_facts"] = {"nvidia_driver_reboot_pending": reboot}
+    keep = {k: data[k] for k in ("host", "role", "task", "ignore_errors") if k in data}
+    if kind == "playbook_on_stats":
+        keep = {k: data.get(k) for k in ("changed", "failures", "ok", "dark")}
+    return {"event": kind, "event_data": {**keep, "res": out}}
+
+
+def run(run_dir: str, ident: str, playbook: str, inventory: str, host: str, tags: str = "", extra: str = "") -> int:
+    import ansible_runner  # the node's Ansible virtualenv
+
+    bundle = os.path.dirname(os.path.abspath(__file__))
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    cmdline = "-c local -e ansible_connection=local -e ansible_python_interpreter=/usr/bin/python3"
+    if tags:
+        cmdline += " --tags " + shlex.quote(tags)
+    if extra:
+        cmdline += " -e " + shlex.quote(extra)
+
+    def emit(event: dict) -> bool:
+        slim = _slim(event)
+        if slim is not None:
+            sys.stdout.write(json.dumps(slim, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+        return False  # ansible-runner then keeps no event file on the node's disk
+
+    env = {"ANSIBLE_CONFIG": os.path.join(bundle, "ansible.cfg"),
+           "PROVISION_PROFILES_DIR": os.path.join(bundle, "provision", "profiles"),
+           "PATH": ANSIBLE_VENV + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+           "ANSIBLE_FORCE_COLOR": "0"}
+    result = ansible_runner.run(private_data_dir=run_dir, ident=ident, playbook=playbook,
+                                project_dir=os.path.join(bundle, "playbooks"), inventory=inventory, limit=host,
+                                cmdline=cmdline, envvars=env, quiet=True, event_handler=emit,
+                                suppress_env_files=True, rotate_artifacts=3)
+    sys.stdout.write(json.dumps({"event": "provision_end", "status": result.status, "rc": result.rc}) + "\n")
+    return 0 if result.status in ("successful", "failed") else 1
+
+
+def main(argv: list[str]) -> int:
+    cmd, args = argv[0], argv[1:]
+    if cmd == "probe":
+        print(json.dumps(probe(args[0])))
+    elif cmd == "stamp":
+        print(json.dumps(stamp(args[0])))
+    elif cmd == "capture":
+        return capture(args[0], args[1], args[2:])
+    elif cmd == "finish-image":
+        print(json.dumps(finish_image()))
+    elif cmd == "run":
+        return run(*args)
+    else:
+        print(json.dumps({"error": f"unknown subcommand {cmd}"}))
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
