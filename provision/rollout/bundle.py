@@ -100,20 +100,23 @@ def host_inventory(host, peers: list) -> bytes:
     for peer in peers:
         if peer.name != host.name:
             hosts[peer.name] = {"ansible_host": peer.address,
-                                **{k: peer.vars[k] for k in DOMAIN_VARS if peer.vars.get(k) not in (None, "")}}
+                                **{k: peer.vars[k] for k in DOMAIN_VARS if k in peer.vars}}
     data = {"all": {"hosts": hosts}}
     return ("---\n# Written by provision install --method local|image for this node only.\n"
             + yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=True)).encode()
 
 
+def _domain(host) -> str:
+    """nvidia_imex's grouping key: the domain variable where defined (even empty), else the rack's, else ""
+    (roles/nvidia_imex/vars/main.yml: ``default()`` replaces only an undefined variable)."""
+    domain, rack = DOMAIN_VARS
+    return str(host.vars[domain]) if domain in host.vars else str(host.vars.get(rack, ""))
+
+
 def domain_peers(host, hosts: list) -> list:
-    """The hosts of ``hosts`` in ``host``'s NVLink domain (else rack), as nvidia_imex groups them; [] when it names
-    neither."""
-    key = next((str(host.vars[k]) for k in DOMAIN_VARS if host.vars.get(k) not in (None, "")), None)
-    if key is None:
-        return []
-    return [h for h in hosts
-            if next((str(h.vars[k]) for k in DOMAIN_VARS if h.vars.get(k) not in (None, "")), None) == key]
+    """The hosts of ``hosts`` that nvidia_imex groups with ``host`` (the same ``_domain``, "" included)."""
+    key = _domain(host)
+    return [h for h in hosts if _domain(h) == key]
 
 
 def image_vars_digest(host) -> str:

@@ -99,7 +99,10 @@ class _Shared:
         key = (str(probe.get("python")), str(probe.get("machine")))
         with self._lock:
             if key not in self._wheels:
-                self._wheels[key] = shipped.wheelhouse(cache_dir(), *key)
+                try:
+                    self._wheels[key] = shipped.wheelhouse(cache_dir(), *key)
+                except shipped.RolloutError as exc:  # this node's Python or machine only: its error, not the run's
+                    raise StepError("install Ansible on the node", str(exc)) from None
             return self._wheels[key]
 
     def inventory(self, host: Any) -> bytes:
@@ -125,22 +128,22 @@ class _Shared:
         node.ship_inventory(self.inventory(node.host))
         may_reboot = _may_reboot(node.host)
         extra = {"nvidia_driver_reboot": False} if may_reboot else None
-        entry = self._run(node, extra, quiet=may_reboot)
+        entry = self._run(node, extra, quiet=may_reboot, part="")
         if may_reboot and entry.status == "ok" and entry.reboot_pending:
             rollout.progress(f"  install {node.host.name:<12} nvidia_driver: rebooting to load the driver, then the "
                              "roles again")
             node.reboot(lambda: self.connect(node.host).conn, rollout.cancel)
             first = entry
-            entry = self._run(node, extra)
+            entry = self._run(node, extra, part=".after-reboot")
             entry.changed += first.changed
             for role, row in first.roles.items():
                 entry.roles[role]["changed"] += row["changed"]
         return entry
 
-    def _run(self, node: Node, extra: dict | None, quiet: bool = False) -> PlaybookHost:
+    def _run(self, node: Node, extra: dict | None, quiet: bool = False, part: str = "") -> PlaybookHost:
         rollout = self.rollout
         events, end = node.run_roles(rollout.ident, rollout.playbook, rollout.tags, rollout.cancel, extra)
-        _keep_events(rollout.artifacts, node.host.name, events, end)
+        _keep_events(rollout.artifacts, node.host.name + part, events, end)
         progress = rollout.progress if not quiet else (
             lambda line: None if "reboot pending" in line else rollout.progress(line))
         entry = host_events(events, progress).get(node.host.name) or PlaybookHost(node.host.name)

@@ -14,7 +14,7 @@ line (``run`` one per Ansible event, then its end):
   paths ``EXCLUDES``; the paths that were there before and are gone go into the image's
   ``/opt/provision/image/manifest.json`` too. The tar goes to standard output.
 - ``finish-image``: on a node that received the image: removes what the build removed, records the image.
-- ``run RUN_DIR IDENT PLAYBOOK INVENTORY HOST [TAGS [EXTRA_VARS_JSON]]``: ``ansible-runner`` (its Python API, in
+- ``run REQUEST_JSON`` (``run``'s request): ``ansible-runner`` (its Python API, in
   the node's Ansible virtualenv) runs the playbook on this node alone, ``-c local``; each event goes to standard
   output as one compact JSON line, cut down to what the controller reads (``provision.runner.ansible``), then
   ``{"event": "provision_end", ...}`` with ansible-runner's status and exit status.
@@ -67,9 +67,33 @@ def package_digest() -> str:
     return ""
 
 
+# ansible-core 2.19 runs its controller side (ansible-playbook, here on the node) on Python 3.11 or later
+# (its Requires-Python); modules still run on the node's /usr/bin/python3 (3.8+).
+PYTHONS = ("python3.13", "python3.12", "python3.11", "python3")
+
+
+def controller_python() -> tuple[str, str]:
+    """(path, "X.Y") of the newest Python of ``PYTHONS`` on this node that is 3.11 or later, else ("", "X.Y") of
+    python3."""
+    found = ""
+    for name in PYTHONS:
+        for folder in ("/usr/bin", "/usr/local/bin"):
+            path = os.path.join(folder, name)
+            if not os.access(path, os.X_OK):
+                continue
+            done = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                  capture_output=True, text=True, check=False)
+            version = done.stdout.strip()
+            if done.returncode == 0 and tuple(map(int, version.split("."))) >= (3, 11):
+                return path, version
+            found = found or version
+    return "", found or "%d.%d" % sys.version_info[:2]
+
+
 def probe(bundle_dir: str) -> dict:
     osr = _os_release()
-    return {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine(),
+    python_path, python = controller_python()
+    return {"python": python, "python_path": python_path, "machine": platform.machine(),
             "os": f"{osr.get('ID', '')}{osr.get('VERSION_ID', '')}", "kernel": platform.release(),
             "packages": package_digest(), "bundle": _read(os.path.join(bundle_dir, "DIGEST")),
             "wheels": _read(WHEELS_MARK), "image": (json.loads(_read(IMAGE_MARK) or "{}") or {}).get("id", "")}
@@ -159,16 +183,23 @@ def _slim(event: dict) -> dict | None:
     return {"event": kind, "event_data": {**keep, "res": out}}
 
 
-def run(run_dir: str, ident: str, playbook: str, inventory: str, host: str, tags: str = "", extra: str = "") -> int:
+def run(request: dict) -> int:
+    """``request``: run_dir, ident, playbook, inventory, host, tags ("" for every task), extra (a dict of extra
+    variables, or none), interpreter ("" when the inventory names one)."""
     import ansible_runner  # the node's Ansible virtualenv
+
+    run_dir, tags, extra, interpreter = request["run_dir"], request.get("tags"), request.get("extra"), \
+        request.get("interpreter")
 
     bundle = os.path.dirname(os.path.abspath(__file__))
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
-    cmdline = "-c local -e ansible_connection=local -e ansible_python_interpreter=/usr/bin/python3"
+    cmdline = "-c local -e ansible_connection=local"
+    if interpreter:  # the inventory names none: the node's system Python, which has apt's and dnf's bindings
+        cmdline += " -e ansible_python_interpreter=" + shlex.quote(interpreter)
     if tags:
         cmdline += " --tags " + shlex.quote(tags)
     if extra:
-        cmdline += " -e " + shlex.quote(extra)
+        cmdline += " -e " + shlex.quote(json.dumps(extra))
 
     def emit(event: dict) -> bool:
         slim = _slim(event)
@@ -177,12 +208,15 @@ def run(run_dir: str, ident: str, playbook: str, inventory: str, host: str, tags
             sys.stdout.flush()
         return False  # ansible-runner then keeps no event file on the node's disk
 
+    # root's default PATH, not the Ansible virtualenv's: modules and the commands they start (python3 -m venv,
+    # pip) must find the node's own programs, as under push; ansible-playbook is named by its path (binary).
     env = {"ANSIBLE_CONFIG": os.path.join(bundle, "ansible.cfg"),
            "PROVISION_PROFILES_DIR": os.path.join(bundle, "provision", "profiles"),
-           "PATH": ANSIBLE_VENV + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-           "ANSIBLE_FORCE_COLOR": "0"}
-    result = ansible_runner.run(private_data_dir=run_dir, ident=ident, playbook=playbook,
-                                project_dir=os.path.join(bundle, "playbooks"), inventory=inventory, limit=host,
+           "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "ANSIBLE_FORCE_COLOR": "0"}
+    result = ansible_runner.run(private_data_dir=run_dir, ident=request["ident"], playbook=request["playbook"],
+                                binary=ANSIBLE_VENV + "/bin/ansible-playbook",
+                                project_dir=os.path.join(bundle, "playbooks"), inventory=request["inventory"],
+                                limit=request["host"],
                                 cmdline=cmdline, envvars=env, quiet=True, event_handler=emit,
                                 suppress_env_files=True, rotate_artifacts=3)
     sys.stdout.write(json.dumps({"event": "provision_end", "status": result.status, "rc": result.rc}) + "\n")
@@ -200,7 +234,7 @@ def main(argv: list[str]) -> int:
     elif cmd == "finish-image":
         print(json.dumps(finish_image()))
     elif cmd == "run":
-        return run(*args)
+        return run(json.loads(args[0]))
     else:
         print(json.dumps({"error": f"unknown subcommand {cmd}"}))
         return 2

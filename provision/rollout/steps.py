@@ -88,9 +88,15 @@ class Node:
         was installed now. Costs the node a virtualenv and a pip install without network (about 15 s of CPU)."""
         if self.probe.get("wheels") == digest:
             return False
+        python = self.probe.get("python_path")
+        if not python:
+            raise StepError("install Ansible on the node", f"ansible-core {shipped.wheel_versions()['ansible-core']} "
+                            f"needs Python 3.11 or later on the node, which has {self.probe.get('python')} "
+                            "(RHEL 9: dnf install python3.11; Ubuntu 22.04: apt install python3.11 python3.11-venv); "
+                            "or install it with --method push")
         pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in sorted(shipped.wheel_versions().items()))
         script = (f"set -e; d=$(mktemp -d); tar -xf - -C \"$d\"; rm -rf {ANSIBLE_VENV}; "
-                  f"python3 -m venv {ANSIBLE_VENV}; "
+                  f"{shlex.quote(python)} -m venv {ANSIBLE_VENV}; "
                   f"{ANSIBLE_VENV}/bin/pip install --quiet --no-index --no-cache-dir --find-links \"$d\" {pins}; "
                   f"echo {digest} > {WHEELS_MARK}; rm -rf \"$d\"")
         self.feed("install Ansible on the node", ["sh", "-c", script], wheels)
@@ -116,9 +122,12 @@ class Node:
                   extra: dict | None = None) -> tuple[list[dict], dict]:
         """Run ``playbook`` on the node by its own Ansible, with ``extra`` variables: (the events, the end line).
         ``cancel()`` True stops it. Raises StepError when it could not run or ended without its end line."""
+        request = {"run_dir": f"{STATE_DIR}/runner", "ident": ident, "playbook": playbook,
+                   "inventory": f"{STATE_DIR}/inventory.yml", "host": self.host.name, "tags": tags or "",
+                   "extra": extra or {},
+                   "interpreter": "" if self.host.vars.get("ansible_python_interpreter") else "/usr/bin/python3"}
         argv = self._argv([f"{ANSIBLE_VENV}/bin/python", f"{shipped.BUNDLE_DIR}/node_side.py", "run",
-                           f"{STATE_DIR}/runner", ident, playbook, f"{STATE_DIR}/inventory.yml",
-                           self.host.name, tags or "", json.dumps(extra) if extra else ""])
+                           json.dumps(request)])
         task = "run the roles on the node"
         try:
             proc = self.conn.start(argv, ROLES_TIMEOUT_S)
@@ -177,6 +186,10 @@ class Node:
         while time.monotonic() < deadline:
             if cancel():
                 raise StepError("reboot the node", "interrupted")
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 (closing a connection the reboot ended)
+                pass
             try:
                 self.conn = reconnect()
                 if self.boot_id() != before:
