@@ -284,9 +284,7 @@ def install_image(hosts: list, rollout: Rollout) -> Outcome:
         for key, group in kinds.items():
             images.found[key] = images.cached(key)
             if images.found[key] is None:
-                fresh = [h for h in group if not nodes[h.name].probe.get("bundle")
-                         and not nodes[h.name].probe.get("image")]
-                builders[key] = (fresh or group)[0]
+                builders[key] = _builder(group, nodes)
         out.hosts.update(failed)
         # the builders first, all kinds at once; then every other node
         built = _each(rollout, list(builders.values()),
@@ -303,6 +301,19 @@ def install_image(hosts: list, rollout: Rollout) -> Outcome:
             out.sent_bytes[node.host.name] = node.sent_bytes
             _close(node)
     return out
+
+
+def _builder(group: list[Any], nodes: dict[str, Node]) -> Any:
+    """The node of ``group`` that builds its image: of the nodes never given an image or bundle, one whose package
+    list is the group's most common (a rack's fresh nodes share their OS image's; the image then fits them all)."""
+    fresh = [h for h in group if not nodes[h.name].probe.get("bundle") and not nodes[h.name].probe.get("image")]
+    pool = fresh or group
+    counts: dict[str, int] = {}
+    for h in pool:
+        digest = str(nodes[h.name].probe.get("packages"))
+        counts[digest] = counts.get(digest, 0) + 1
+    common = max(counts, key=lambda d: counts[d])
+    return next(h for h in pool if str(nodes[h.name].probe.get("packages")) == common)
 
 
 def _build(shared: _Shared, images: _Images, node: Node, key: str) -> PlaybookHost:

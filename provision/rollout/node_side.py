@@ -208,13 +208,17 @@ def run(request: dict) -> int:
             sys.stdout.flush()
         return False  # ansible-runner then keeps no event file on the node's disk
 
-    # root's default PATH, not the Ansible virtualenv's: modules and the commands they start (python3 -m venv,
-    # pip) must find the node's own programs, as under push; ansible-playbook is named by its path (binary).
+    # Modules inherit ansible-playbook's PATH, and the commands they start (python3 -m venv, pip) must find the
+    # node's own programs, as under push: so PATH is root's default behind a folder holding only ansible-playbook
+    # (ansible-runner finds it on PATH), never the virtualenv's bin with its python3.
+    only = os.path.join(ANSIBLE_VENV, "path")
+    os.makedirs(only, exist_ok=True)
+    if not os.path.lexists(os.path.join(only, "ansible-playbook")):
+        os.symlink(os.path.join(ANSIBLE_VENV, "bin", "ansible-playbook"), os.path.join(only, "ansible-playbook"))
     env = {"ANSIBLE_CONFIG": os.path.join(bundle, "ansible.cfg"),
            "PROVISION_PROFILES_DIR": os.path.join(bundle, "provision", "profiles"),
-           "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "ANSIBLE_FORCE_COLOR": "0"}
+           "PATH": only + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "ANSIBLE_FORCE_COLOR": "0"}
     result = ansible_runner.run(private_data_dir=run_dir, ident=request["ident"], playbook=request["playbook"],
-                                binary=ANSIBLE_VENV + "/bin/ansible-playbook",
                                 project_dir=os.path.join(bundle, "playbooks"), inventory=request["inventory"],
                                 limit=request["host"],
                                 cmdline=cmdline, envvars=env, quiet=True, event_handler=emit,

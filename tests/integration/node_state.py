@@ -16,20 +16,24 @@ ROOTS = ("/etc", "/opt", "/usr", "/var/lib/dpkg", "/var/lib/rpm", "/var/lib/prov
 # A node's own, by what it is, not by method: its name, keys and machine-id, the simulator's hardware model; and each
 # method's tooling (/opt/provision: the bundle and Ansible of local and image; /var/lib/provision/install, image*).
 OWN = ("/etc/hostname", "/etc/hosts", "/etc/machine-id", "/etc/ssh/ssh_host_", "/etc/provision-sim",
+       "/etc/ssh/sshd_config.d/listen.conf",
        "/opt/provision", "/var/lib/provision/install", "/var/lib/provision/image", "/var/lib/dpkg/lock",
        "/var/lib/dpkg/triggers/Lock", "/var/lib/rpm/.rpm.lock", "/etc/ld.so.cache", "/var/lib/dpkg/status-old",
        "/var/lib/dpkg/diversions-old", "/var/lib/dpkg/statoverride-old")
 
+# Build logs of the burn-in tools' source builds: they hold the build's timings.
+LOGS = ("CMakeOutput.log", "CMakeError.log", "CMakeConfigureLog.yaml")
+
 SCRIPT = r"""
 import hashlib, json, os, stat, subprocess, sys
-roots, own = json.loads(sys.argv[1]), tuple(json.loads(sys.argv[2]))
+roots, own, logs = json.loads(sys.argv[1]), tuple(json.loads(sys.argv[2])), set(json.loads(sys.argv[3]))
 files = {}
 for root in roots:
     for folder, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
             path = os.path.join(folder, name)
-            if path.startswith(own):
+            if path.startswith(own) or name in logs:
                 continue
             st = os.lstat(path)
             if stat.S_ISLNK(st.st_mode):
@@ -59,7 +63,8 @@ print(json.dumps({"files": files, "packages": packages, "holds": sorted(l for l 
 
 def read(node) -> dict:
     """The node's state (``node``: a ``provision.sim.rack.SimNode``)."""
-    done = subprocess.run([*nsenter(node), "python3", "-c", SCRIPT, json.dumps(ROOTS), json.dumps(OWN)],
+    done = subprocess.run([*nsenter(node), "python3", "-c", SCRIPT, json.dumps(ROOTS), json.dumps(OWN),
+                           json.dumps(LOGS)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
