@@ -125,7 +125,6 @@ class _Shared:
         if node.probe.get("wheels") != self.wheels(node.probe)[1]:
             node.bootstrap(*self.wheels(node.probe))
         node.ship_bundle(self.bundle, self.digest)
-        node.ship_inventory(self.inventory(node.host))
         may_reboot = _may_reboot(node.host)
         extra = {"nvidia_driver_reboot": False} if may_reboot else None
         entry = self._run(node, extra, quiet=may_reboot, part="")
@@ -142,6 +141,7 @@ class _Shared:
 
     def _run(self, node: Node, extra: dict | None, quiet: bool = False, part: str = "") -> PlaybookHost:
         rollout = self.rollout
+        node.ship_inventory(self.inventory(node.host))  # each run's own: the node deletes it when the run ends
         events, end = node.run_roles(rollout.ident, rollout.playbook, rollout.tags, rollout.cancel, extra)
         _keep_events(rollout.artifacts, node.host.name + part, events, end)
         progress = rollout.progress if not quiet else (

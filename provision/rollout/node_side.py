@@ -218,11 +218,16 @@ def run(request: dict) -> int:
     env = {"ANSIBLE_CONFIG": os.path.join(bundle, "ansible.cfg"),
            "PROVISION_PROFILES_DIR": os.path.join(bundle, "provision", "profiles"),
            "PATH": only + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "ANSIBLE_FORCE_COLOR": "0"}
-    result = ansible_runner.run(private_data_dir=run_dir, ident=request["ident"], playbook=request["playbook"],
-                                project_dir=os.path.join(bundle, "playbooks"), inventory=request["inventory"],
-                                limit=request["host"],
-                                cmdline=cmdline, envvars=env, quiet=True, event_handler=emit,
-                                suppress_env_files=True, rotate_artifacts=3)
+    try:
+        result = ansible_runner.run(private_data_dir=run_dir, ident=request["ident"], playbook=request["playbook"],
+                                    project_dir=os.path.join(bundle, "playbooks"), inventory=request["inventory"],
+                                    limit=request["host"], cmdline=cmdline, envvars=env, quiet=True,
+                                    event_handler=emit, suppress_env_files=True, rotate_artifacts=3)
+    finally:  # the node's variables (vault-decrypted ones too) do not stay on its disk past the run
+        try:
+            os.unlink(request["inventory"])
+        except OSError:
+            pass
     sys.stdout.write(json.dumps({"event": "provision_end", "status": result.status, "rc": result.rc}) + "\n")
     return 0 if result.status in ("successful", "failed") else 1
 
