@@ -26,7 +26,9 @@ import os
 import re
 import subprocess
 import sys
+import shutil
 import tarfile
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -96,14 +98,14 @@ def host_inventory(host, peers: list) -> bytes:
     domain variables only."""
     own = {k: v for k, v in host.vars.items() if not CONTROLLER_ONLY.match(k)}
     own["ansible_host"] = host.address
-    hosts = {host.name: own}
-    for peer in peers:
-        if peer.name != host.name:
-            hosts[peer.name] = {"ansible_host": peer.address,
-                                **{k: peer.vars[k] for k in DOMAIN_VARS if k in peer.vars}}
+    hosts = {}
+    for peer in [*peers, host] if host not in peers else peers:
+        hosts[peer.name] = own if peer.name == host.name else {
+            "ansible_host": peer.address, **{k: peer.vars[k] for k in DOMAIN_VARS if k in peer.vars}}
     data = {"all": {"hosts": hosts}}
+    # in the inventory's order (sort_keys off): nvidia_imex lists a domain's nodes in groups['all'] order
     return ("---\n# Written by provision install --method local|image for this node only.\n"
-            + yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=True)).encode()
+            + yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False)).encode()
 
 
 def _domain(host) -> str:
@@ -140,7 +142,8 @@ def wheelhouse(cache: Path, python: str, machine: str) -> tuple[bytes, str]:
     folder = cache / f"wheels-{key}"
     archive = folder.with_suffix(".tar")
     if not archive.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f"wheels-{key}-", dir=cache))  # two runs at once: one folder each
         glibc = [f"manylinux_2_{m}_{machine}" for m in range(36, 16, -1)] + [f"manylinux2014_{machine}"]
         argv = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--dest", str(folder),
                 "--python-version", python, "--implementation", "cp",
@@ -153,8 +156,10 @@ def wheelhouse(cache: Path, python: str, machine: str) -> tuple[bytes, str]:
         with tarfile.open(fileobj=raw, mode="w") as tar:
             for wheel in sorted(folder.glob("*.whl")):
                 tar.add(wheel, arcname=wheel.name)
-        tmp = archive.with_suffix(".tmp")
-        tmp.write_bytes(raw.getvalue())
-        tmp.replace(archive)
+        fd, tmp = tempfile.mkstemp(dir=cache, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw.getvalue())
+        os.replace(tmp, archive)  # whole or absent: a reader never sees half an archive
+        shutil.rmtree(folder, ignore_errors=True)
     data = archive.read_bytes()
     return data, hashlib.sha256(data).hexdigest()

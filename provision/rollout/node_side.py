@@ -9,7 +9,7 @@ line (``run`` one per Ansible event, then its end):
   image it last received.
 - ``stamp DIR``: before an image build, the list of every path of the root file system (``find / -xdev``) and a
   stamp file: ``capture`` later takes what changed after it.
-- ``capture DIR IMAGE_ID EXCLUDES...``: after the build, a gzip'd tar of every path whose inode changed after
+- ``capture DIR IMAGE_ID KIND EXCLUDES...``: after the build, a gzip'd tar of every path whose inode changed after
   the stamp (ctime: dpkg, pip, the roles' copies and chmods all set it; nothing sets it back), minus the per-node
   paths ``EXCLUDES``; the paths that were there before and are gone go into the image's
   ``/opt/provision/image/manifest.json`` too. The tar goes to standard output.
@@ -96,13 +96,48 @@ def probe(bundle_dir: str) -> dict:
     return {"python": python, "python_path": python_path, "machine": platform.machine(),
             "os": f"{osr.get('ID', '')}{osr.get('VERSION_ID', '')}", "kernel": platform.release(),
             "packages": package_digest(), "bundle": _read(os.path.join(bundle_dir, "DIGEST")),
-            "wheels": _read(WHEELS_MARK), "image": (json.loads(_read(IMAGE_MARK) or "{}") or {}).get("id", "")}
+            "wheels": _read(WHEELS_MARK), **_image_mark()}
+
+
+def _image_mark() -> dict:
+    try:
+        mark = json.loads(_read(IMAGE_MARK) or "{}")
+    except ValueError:
+        mark = {}
+    mark = mark if isinstance(mark, dict) else {}
+    return {"image": str(mark.get("id", "")), "image_kind": str(mark.get("kind", ""))}
+
+
+# File systems an install writes to: the root's and any other local disk's mounted below it (/boot, /boot/efi, a
+# separate /var or /opt), never pseudo or network ones (proc(5) /proc/self/mountinfo: field 5 the mount point,
+# the file system type after the " - " separator).
+LOCAL_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs", "vfat", "f2fs", "jfs", "reiserfs", "zfs")
+
+
+def roots() -> list[str]:
+    """"/" and the local disk file systems mounted below it, from /proc/self/mountinfo."""
+    out = ["/"]
+    for line in _read("/proc/self/mountinfo").splitlines():
+        head, _, tail = line.partition(" - ")
+        fields = head.split()
+        if len(fields) > 4 and tail.split()[:1] and tail.split()[0] in LOCAL_FS and fields[4] != "/":
+            out.append(fields[4].replace("\\040", " "))
+    return sorted(set(out))
+
+
+def _find(*args: str) -> list[bytes]:
+    """Every path of ``roots()`` (``find ROOT -xdev ARGS -print0``), each once."""
+    found: list[bytes] = []
+    for root in roots():
+        done = subprocess.run(["find", root, "-xdev", *args, "-print0"], capture_output=True, check=True)
+        found += [p for p in done.stdout.split(b"\0") if p]
+    return list(dict.fromkeys(found))
 
 
 def stamp(folder: str) -> dict:
     os.makedirs(folder, mode=0o700, exist_ok=True)
     with open(os.path.join(folder, "before.list"), "wb") as out:
-        subprocess.run(["find", "/", "-xdev", "-print0"], stdout=out, check=True)
+        out.write(b"\0".join(_find()))
     open(os.path.join(folder, "stamp"), "w").close()
     return {"stamp": os.path.join(folder, "stamp"), "packages": package_digest()}
 
@@ -111,21 +146,19 @@ def _excluded(path: str, excludes: list[str]) -> bool:
     return any(path == e or path.startswith(e.rstrip("/") + "/") for e in excludes)
 
 
-def capture(folder: str, image_id: str, excludes: list[str]) -> int:
+def capture(folder: str, image_id: str, kind: str, excludes: list[str]) -> int:
     """Write the image's tar (gzip) to standard output; 0, or tar's exit status."""
     stamp_path = os.path.join(folder, "stamp")
     with open(os.path.join(folder, "before.list"), "rb") as f:
         before = set(f.read().split(b"\0"))
-    done = subprocess.run(["find", "/", "-xdev", "-print0"], capture_output=True, check=True)
-    after = set(done.stdout.split(b"\0"))
+    after = set(_find())
     removed = sorted(p.decode(errors="surrogateescape") for p in before - after if p)
     removed = [p for p in removed if not _excluded(p, excludes)]
-    changed = subprocess.run(["find", "/", "-xdev", "-cnewer", stamp_path, "-print0"], capture_output=True,
-                             check=True).stdout.split(b"\0")
+    changed = _find("-cnewer", stamp_path)
     paths = sorted(p for p in (c.decode(errors="surrogateescape") for c in changed if c)
                    if p != "/" and not _excluded(p, excludes))
     os.makedirs(IMAGE_DIR, exist_ok=True)
-    manifest = {"id": image_id, "removed": removed, "paths": len(paths)}
+    manifest = {"id": image_id, "kind": kind, "removed": removed, "paths": len(paths)}
     with open(os.path.join(IMAGE_DIR, "manifest.json"), "w") as f:
         json.dump(manifest, f)
     paths += [IMAGE_DIR, IMAGE_DIR + "/manifest.json"]
@@ -133,17 +166,22 @@ def capture(folder: str, image_id: str, excludes: list[str]) -> int:
     with open(listing, "wb") as f:
         f.write(b"\0".join(p.lstrip("/").encode(errors="surrogateescape") for p in dict.fromkeys(paths)))
     sys.stdout.flush()
+    # A file a service rewrote or removed while tar read it is tar's exit 1 (GNU tar: "some files differ"): the
+    # image keeps what tar read; 2 is a real failure.
     rc = subprocess.run(["tar", "-C", "/", "--null", "--no-recursion", "--numeric-owner", "--xattrs",
-                         "-czf", "-", "-T", listing], stdout=sys.stdout.buffer, check=False).returncode
-    if rc == 0:  # the builder holds its image as every node it goes to will
-        _mark(image_id)
+                         "--xattrs-include=*", "--ignore-failed-read", "--warning=no-file-changed",
+                         "--warning=no-file-removed", "-czf", "-", "-T", listing], stdout=sys.stdout.buffer,
+                        check=False).returncode
+    if rc in (0, 1):  # the builder holds its image as every node it goes to will
+        _mark(image_id, kind)
+        return 0
     return rc
 
 
-def _mark(image_id: str) -> None:
+def _mark(image_id: str, kind: str) -> None:
     os.makedirs(os.path.dirname(IMAGE_MARK), exist_ok=True)
     with open(IMAGE_MARK, "w") as f:
-        json.dump({"id": image_id}, f)
+        json.dump({"id": image_id, "kind": kind}, f)
 
 
 def finish_image() -> dict:
@@ -161,7 +199,7 @@ def finish_image() -> dict:
             pass
         except OSError:
             pass  # a folder the node filled itself: left
-    _mark(manifest["id"])
+    _mark(manifest["id"], manifest.get("kind", ""))
     subprocess.run(["systemctl", "daemon-reload"], capture_output=True, check=False)
     return {"id": manifest["id"], "removed": gone}
 
@@ -239,7 +277,7 @@ def main(argv: list[str]) -> int:
     elif cmd == "stamp":
         print(json.dumps(stamp(args[0])))
     elif cmd == "capture":
-        return capture(args[0], args[1], args[2:])
+        return capture(args[0], args[1], args[2], args[3:])
     elif cmd == "finish-image":
         print(json.dumps(finish_image()))
     elif cmd == "run":

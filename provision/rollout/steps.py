@@ -34,6 +34,12 @@ def _plain(value) -> str:
     return "" if "{{" in text or "{%" in text else text
 
 
+def _transfer_timeout(size: int) -> float:
+    """Seconds for sending ``size`` bytes: STEP_TIMEOUT_S, plus a second per 2 MB (a controller sending to hundreds
+    of nodes at once gives each a small share of its link)."""
+    return STEP_TIMEOUT_S + size / 2e6
+
+
 class StepError(Exception):
     """A step failed on a node: ``task`` names the step, the message says why."""
 
@@ -99,7 +105,7 @@ class Node:
                   f"{shlex.quote(python)} -m venv {ANSIBLE_VENV}; "
                   f"{ANSIBLE_VENV}/bin/pip install --quiet --no-index --no-cache-dir --find-links \"$d\" {pins}; "
                   f"echo {digest} > {WHEELS_MARK}; rm -rf \"$d\"")
-        self.feed("install Ansible on the node", ["sh", "-c", script], wheels)
+        self.feed("install Ansible on the node", ["sh", "-c", script], wheels, _transfer_timeout(len(wheels)))
         self.probe["wheels"] = digest
         return True
 
@@ -110,7 +116,7 @@ class Node:
         target = shipped.BUNDLE_DIR
         script = (f"set -e; rm -rf {target}.new; mkdir -p {target}.new; tar -xzf - -C {target}.new; "
                   f"rm -rf {target}; mv {target}.new {target}")
-        self.feed("copy the install bundle", ["sh", "-c", script], data)
+        self.feed("copy the install bundle", ["sh", "-c", script], data, _transfer_timeout(len(data)))
         self.probe["bundle"] = digest
         return True
 
@@ -146,6 +152,8 @@ class Node:
                 event = json.loads(line)
             except ValueError:
                 continue
+            if not isinstance(event, dict):
+                continue
             if event.get("event") == "provision_end":
                 end = event
             else:
@@ -170,17 +178,22 @@ class Node:
         """Reboot the node as the nvidia_driver role's handler would (``nvidia_driver_reboot_command``, else
         ``shutdown -r now``), then wait, at most ``nvidia_driver_reboot_timeout`` seconds (the role's, 900), until
         it answers with another boot id; ``reconnect()`` gives a new connection."""
+        if cancel():
+            raise StepError("reboot the node", "interrupted")
         before = self.boot_id()
         command = _plain(self.host.vars.get("nvidia_driver_reboot_command")) or "shutdown -r now"
         try:  # detached: the command outlives this SSH session, which the reboot ends
             self.conn.run(self._argv(["sh", "-c", f"(sleep 1; {command}) >/dev/null 2>&1 </dev/null &"]), 30)
         except CommandError as exc:
             raise StepError("reboot the node", str(exc)) from None
-        try:
+        try:  # the reboot was asked for; from here an interrupt only stops the wait
             self.conn.close()
         except Exception:  # noqa: BLE001 (the reboot may have closed it already)
             pass
-        timeout = float(_plain(self.host.vars.get("nvidia_driver_reboot_timeout")) or 900)
+        try:
+            timeout = float(_plain(self.host.vars.get("nvidia_driver_reboot_timeout")) or 900)
+        except ValueError:
+            timeout = 900.0  # the role's default; its argument spec refuses such a value under push
         deadline, last = time.monotonic() + timeout, "it did not answer"
         time.sleep(2)
         while time.monotonic() < deadline:
@@ -203,9 +216,9 @@ class Node:
     def stamp(self) -> dict:
         return self.side("record the root before the image build", "stamp", BUILD_DIR, stdin_script=True)
 
-    def capture(self, image_id: str, excludes: list[str]) -> bytes:
+    def capture(self, image_id: str, kind: str, excludes: list[str]) -> bytes:
         argv = self._argv(["/usr/bin/python3", f"{shipped.BUNDLE_DIR}/node_side.py", "capture", BUILD_DIR, image_id,
-                           *excludes])
+                           kind, *excludes])
         try:
             result, data = self.conn.fetch(argv, STEP_TIMEOUT_S)
         except CommandError as exc:
@@ -214,7 +227,9 @@ class Node:
             self._check("capture the image", result)
         return data
 
-    def apply_image(self, data: bytes, image_id: str) -> None:
-        self.feed("unpack the image", ["tar", "-xzpf", "-", "-C", "/", "--numeric-owner", "--xattrs"], data)
+    def apply_image(self, data: bytes, image_id: str, kind: str) -> None:
+        # every extended attribute (file capabilities, SELinux labels), not only tar's default user.* ones
+        self.feed("unpack the image", ["tar", "-xzpf", "-", "-C", "/", "--numeric-owner", "--xattrs",
+                                       "--xattrs-include=*"], data, _transfer_timeout(len(data)))
         self.side("finish the image", "finish-image")
-        self.probe["image"] = image_id
+        self.probe["image"], self.probe["image_kind"] = image_id, kind

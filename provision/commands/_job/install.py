@@ -35,8 +35,11 @@ def install(inventory: inv.Inventory, hosts, rundir: RunDir, run: Run, control: 
                                       events=control.events)
         by_host, canceled, artifacts = result.hosts, result.status == "canceled", result.artifacts
     else:
+        # the whole inventory's hosts, whatever the limit, retry or shard: the IMEX role lists a domain's nodes
+        # from groups['all'] as push sees it
+        peers = inv.load(inventory.sources, inventory.vault).hosts
         rollout = methods.Rollout(rundir.name, "site.yml", tags, forks, control.stop.is_set, progress,
-                                  rundir.ansible)
+                                  rundir.ansible, tuple(peers))
         outcome = (methods.install_local if method == "local" else methods.install_image)(hosts, rollout)
         by_host, canceled = outcome.hosts, control.stop.is_set()
         artifacts = str(rundir.ansible.relative_to(rundir.path))

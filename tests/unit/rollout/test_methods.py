@@ -8,7 +8,7 @@ import pytest
 
 from provision.errors import CommandError
 from provision.rollout import bundle, methods
-from provision.rollout.methods import Rollout, image_key
+from provision.rollout.methods import Rollout, image_key, kind_key
 from tests.unit.rollout.fakes import Conn, host, result
 
 PROBE = {"os": "ubuntu22.04", "machine": "x86_64", "kernel": "5.15.0-105-generic"}
@@ -18,15 +18,21 @@ def test_the_image_key_is_one_per_kind_of_node():
     one = host("gpu01", profile="h100", nccl_version="2.21.5", ansible_host="127.0.9.1", provision_nvlink_domain="A")
     two = host("gpu02", profile="h100", nccl_version="2.21.5", ansible_host="127.0.9.2", provision_nvlink_domain="B")
     key = image_key(one, PROBE, "digest1")
-    assert key == image_key(two, dict(PROBE, python="3.10", bundle="old", packages="p"), "digest1")
-    assert len(key) == 16
-    others = {image_key(one, dict(PROBE, os="rocky9.4"), "digest1"),
+    assert key == image_key(two, dict(PROBE, python="3.10", bundle="old"), "digest1")
+    assert key is not None and len(key) == 16
+    # a node that holds an image of its kind takes that image; one of another kind (an older bundle) none
+    kind = kind_key(one, PROBE, "digest1")
+    assert image_key(one, dict(PROBE, image="img1", image_kind=kind, packages="after"), "digest1") == "img1"
+    assert image_key(one, dict(PROBE, image="img1", image_kind="older"), "digest1") is None
+    others = {image_key(one, dict(PROBE, packages="another OS image"), "digest1"),
+              image_key(one, PROBE, "digest1", tags="driver"),
+              image_key(one, dict(PROBE, os="rocky9.4"), "digest1"),
               image_key(one, dict(PROBE, kernel="6.8.0-40-generic"), "digest1"),
               image_key(one, dict(PROBE, machine="aarch64"), "digest1"),
               image_key(host("gpu03", profile="gb200", nccl_version="2.21.5"), PROBE, "digest1"),
               image_key(one, PROBE, "digest2"),
               image_key(host("gpu04", profile="h100", nccl_version="2.23.4"), PROBE, "digest1")}
-    assert len(others) == 6 and key not in others
+    assert len(others) == 8 and key not in others
 
 
 RUN_FAILED = [

@@ -160,10 +160,11 @@ def test_finish_image_removes_what_the_build_removed_and_records_the_image(monke
     removed = sorted(str(root / p) for p in ("old", "old/sub", "old/sub/a.conf", "old/b", "old-x", "gone",
                                              "gone/too", "filled", "link"))
     image_dir.mkdir(parents=True)
-    (image_dir / "manifest.json").write_text(json.dumps({"id": "abc123", "removed": removed, "paths": 10}))
+    manifest = {"id": "abc123", "kind": "k1", "removed": removed, "paths": 10}
+    (image_dir / "manifest.json").write_text(json.dumps(manifest))
 
     assert node_side.finish_image() == {"id": "abc123", "removed": 6}
     assert sorted(p.name for p in root.iterdir()) == ["filled", "kept"]  # a folder the node filled is left
     assert (root / "filled/mine").read_text() == "the node's own"
-    assert json.loads(mark.read_text()) == {"id": "abc123"}
+    assert json.loads(mark.read_text()) == {"id": "abc123", "kind": "k1"}
     assert systemctl == [["systemctl", "daemon-reload"]]

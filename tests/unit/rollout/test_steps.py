@@ -130,9 +130,9 @@ def test_run_roles_without_an_end_line_is_a_step_error():
 
 def test_capture_returns_the_tar_and_names_a_failure():
     conn = Conn(lambda argv, data: result(argv, stdout="TARBYTES"))
-    assert Node(host("gpu01"), conn).capture("key1", ["/etc/ssh"]) == b"TARBYTES"
-    assert conn.fed[0][0][-4:] == ["capture", steps.BUILD_DIR, "key1", "/etc/ssh"]
+    assert Node(host("gpu01"), conn).capture("key1", "kind1", ["/etc/ssh"]) == b"TARBYTES"
+    assert conn.fed[0][0][-5:] == ["capture", steps.BUILD_DIR, "key1", "kind1", "/etc/ssh"]
     conn.answer = lambda argv, data: result(argv, rc=2, stderr="tar: write error")
     with pytest.raises(StepError, match="exit 2: tar: write error") as caught:
-        Node(host("gpu01"), conn).capture("key1", [])
+        Node(host("gpu01"), conn).capture("key1", "kind1", [])
     assert caught.value.task == "capture the image"
