@@ -88,8 +88,7 @@ class SshConnection:
         """Run ``argv`` and wait for it, at most ``timeout_s`` seconds: its result and its standard output as bytes
         (an archive it writes). Raises CommandError."""
         proc = self.start(argv, timeout_s)
-        result = proc.wait()
-        return result, bytes(proc.out)
+        return proc.wait(text=False), bytes(proc.out)
 
     def alive(self) -> bool:
         """False once the connection ended (the node rebooted or its sshd went away)."""
@@ -154,18 +153,20 @@ class SshProcess:
                 return False
             self._block(until)
 
-    def wait(self) -> CommandResult:
+    def wait(self, text: bool = True) -> CommandResult:
+        """The command's result; ``text`` False leaves its standard output out of the result (it stays in ``out``,
+        bytes: an archive is not decoded into a string several times its size)."""
         while True:
             self._drain()
             if self._finished():
                 break
             if time.monotonic() >= self.deadline:
                 self.channel.close()
-                return self._result(124, True)
+                return self._result(124, True, text)
             self._block(self.deadline)
         rc = self.channel.recv_exit_status()
         self.channel.close()
-        return self._result(rc, rc == 124)
+        return self._result(rc, rc == 124, text)
 
     def close(self) -> CommandResult:
         self._drain()
@@ -187,9 +188,9 @@ class SshProcess:
         first = bytes(self.err).split(b"\n", 1)[0].decode(errors="replace")
         return first[len(PID_MARK):].strip() if first.startswith(PID_MARK) else ""
 
-    def _result(self, rc: int, timed_out: bool) -> CommandResult:
+    def _result(self, rc: int, timed_out: bool, text: bool = True) -> CommandResult:
         err = self.err.decode(errors="replace")
         if err.startswith(PID_MARK):
             err = err.split("\n", 1)[1] if "\n" in err else ""
-        return CommandResult(self.argv, rc, self.out.decode(errors="replace"), err,
+        return CommandResult(self.argv, rc, self.out.decode(errors="replace") if text else "", err,
                              time.monotonic() - self.started, timed_out)
