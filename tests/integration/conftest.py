@@ -84,9 +84,13 @@ def site_vars(folder, values):
 @pytest.fixture(scope="session")
 def _eight_h100_installed(tmp_path_factory):
     """EIGHT_H100's rack, started and installed once per test session (a failed install errors every test
-    that needs it, without installing again)."""
+    that needs it, without installing again). Installed by ``--method image`` (one node builds, seven get the
+    image): every test on this rack burns in image-installed nodes; push has its own racks (test_main_job and
+    others), and test_install_methods.py compares the two file by file."""
     with own_rack(tmp_path_factory.mktemp("eight-h100"), scenario_file=EIGHT_H100) as folder:
-        install = provision("install", "-i", str(folder), "--run-id", f"eight-h100-install-{os.getpid()}")
+        install = provision("install", "-i", str(folder), "--method", "image", "--run-id",
+                            f"eight-h100-install-{os.getpid()}",
+                            env={"PROVISION_CACHE_DIR": str(tmp_path_factory.mktemp("install-cache"))})
         assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-2000:]
         yield folder
 
