@@ -185,6 +185,7 @@ def main() -> None:
     p.add_argument("--profile", action="store_true", help="profile the provision process (cProfile), by package")
     p.add_argument("--noop-only", action="store_true", help="report the no-op re-install only (the first install "
                    "still runs, to make it a no-op)")
+    p.add_argument("--full-only", action="store_true", help="the full install only, no no-op re-install")
     args = p.parse_args()
     print(f"# {os.cpu_count()} CPUs; ansible-core {metadata.version('ansible-core')}, ansible-runner "
           f"{metadata.version('ansible-runner')}; Ansible settings (ansible.cfg; provision passes --forks = hosts): "
@@ -204,7 +205,7 @@ def main() -> None:
             if up.returncode != 0:
                 sys.exit(up.stderr[-2000:])
             try:
-                for kind in ("full", "no-op"):
+                for kind in ("full",) if args.full_only else ("full", "no-op"):
                     prof = work / f"{kind}.prof" if args.profile else None
                     node_before = node_cpu_s(inv)
                     with SshBytes(base.rsplit(".", 1)[0] + ".") as sent:
@@ -220,7 +221,7 @@ def main() -> None:
                           flush=True)
                     if prof and prof.is_file():
                         print(f"#   {kind}: provision process CPU s by package: {by_package(prof)}", flush=True)
-                if method == "push":
+                if method == "push" and not args.full_only:
                     shares = role_seconds(task_seconds(runs / "no-op"))
                     print("#   no-op task seconds by role: " + ", ".join(f"{r} {s:.0f}" for r, s in shares.items()),
                           flush=True)

@@ -91,7 +91,8 @@ class Node:
 
     def bootstrap(self, wheels: bytes, digest: str) -> bool:
         """Give the node Ansible (``ANSIBLE_VENV``) from ``wheels`` unless it has that set already; True when it
-        was installed now. Costs the node a virtualenv and a pip install without network (about 15 s of CPU)."""
+        was installed now: a virtualenv made with the node's Python 3.11+ and a pip install without network. Raises
+        StepError naming the Python the node lacks."""
         if self.probe.get("wheels") == digest:
             return False
         python = self.probe.get("python_path")
