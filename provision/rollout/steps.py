@@ -93,7 +93,7 @@ class Node:
         """Give the node Ansible (``ANSIBLE_VENV``) from ``wheels`` unless it has that set already; True when it
         was installed now: a virtualenv made with the node's Python 3.11+ and a pip install without network. Raises
         StepError naming the Python the node lacks."""
-        if self.probe.get("wheels") == digest:
+        if digest and self.probe.get("wheels") == digest:
             return False
         python = self.probe.get("python_path")
         if not python:

@@ -156,3 +156,16 @@ def test_install_local_interrupted_before_a_node_runs_connects_to_none(transport
     assert {h.status for h in out.hosts.values()} == {"failed"}
     assert out.hosts["gpu02"].roles["play"]["failed"] == [{"task": "-", "msg": "interrupted before it ran"}]
     assert transport[0].conns == {} and sum(out.sent_bytes.values()) == 0
+
+
+def test_a_node_without_python_3_11_is_named_before_any_wheel_is_fetched(transport, tmp_path, monkeypatch):
+    fetched = []
+    monkeypatch.setattr(bundle, "wheelhouse", lambda cache, python, machine: fetched.append(python) or (b"w", "wd"))
+    old = host("gpu09")
+    monkeypatch.setattr(methods.Node, "do_probe", lambda self: self.probe.update(
+        {"python": "3.9", "python_path": "", "machine": "x86_64", "bundle": "", "wheels": ""}) or self.probe)
+    out = methods.install_local([old], _rollout(tmp_path, []))
+    [failed] = out.hosts["gpu09"].roles["play"]["failed"]
+    assert out.hosts["gpu09"].status == "failed" and failed["task"] == "install Ansible on the node"
+    assert "Python 3.11 or later" in failed["msg"] and "3.9" in failed["msg"]
+    assert fetched == []  # pip was never asked for wheels of a Python ansible-core cannot run on
