@@ -27,6 +27,12 @@ from provision.sim import base
 
 SOURCES = ("provision", "tests", "bench")
 NODE_SIDE = paths.ROOT / "provision/sim/tools"  # runs inside the nodes
+# What install --method local|image runs on every node (provision/rollout/node_side.py, sent there): programs of any
+# node the roles support, by their package on Debian/Ubuntu and EL (findutils, tar and dpkg are Essential in Debian;
+# systemd the init system the roles require; rpm on EL), never the controller's.
+ROLLOUT_NODE_SIDE = paths.ROOT / "provision/rollout/node_side.py"
+ROLLOUT_NODE_PROGRAMS = {"find": "findutils", "tar": "tar", "systemctl": "systemd", "dpkg-query": "dpkg",
+                         "rpm": "rpm"}
 # Calls that start a process here: subprocess.X and external.X, and the modules' own helpers (bare
 # names; ``conn.run`` and ``sim.run`` start nothing here: they reach a node or a simulated tool)
 # -> the index of their argv argument.
@@ -57,6 +63,8 @@ TEST_PACKAGES = {
     # wrapper checked by sh -n (tests/unit/test_role_health_check.py): both essential in Debian
     "ldconfig": ("libc-bin", "TEST_APT_PACKAGES"),
     "sh": ("dash", "TEST_APT_PACKAGES"),
+    # bench/install_scale.py: the bytes on the controller's SSH connections (ss -ti)
+    "ss": ("iproute2", "TEST_APT_PACKAGES"),
 }
 # Programs that a program we start starts in turn: the C++ compiler cmake runs for the simulated
 # nvbandwidth tree (tests/unit/sim/test_sources.py).
@@ -136,7 +144,7 @@ def started_programs() -> dict[str, str]:
     found: dict[str, str] = {}
     for top in SOURCES:
         for path in sorted((paths.ROOT / top).rglob("*.py")):
-            if path.is_relative_to(NODE_SIDE):
+            if path.is_relative_to(NODE_SIDE) or path == ROLLOUT_NODE_SIDE:
                 continue
             for program, line in _programs_in(ast.parse(path.read_text(), str(path))).items():
                 found.setdefault(program, f"{path.relative_to(paths.ROOT)}:{line}")
@@ -279,3 +287,9 @@ def test_the_command_line_says_it_in_one_line_with_its_exit_status(tmp_path):
     assert proc.returncode == 4, proc.stderr
     assert proc.stderr == ("provision: error: debootstrap not found: install Debian package debootstrap "
                            "(make sim-base installs it)\n")
+
+
+def test_what_the_install_methods_run_on_a_node_is_every_supported_node_s():
+    """node_side.py starts only ROLLOUT_NODE_PROGRAMS (each from a package every node the roles support has)."""
+    started = set(_programs_in(ast.parse(ROLLOUT_NODE_SIDE.read_text(), str(ROLLOUT_NODE_SIDE))))
+    assert started and started <= set(ROLLOUT_NODE_PROGRAMS), started - set(ROLLOUT_NODE_PROGRAMS)
