@@ -55,7 +55,7 @@ def test_layered_slurm_appliance_merges_and_templates():
     hosts = listing("-i", str(DATA / "slurm-appliance" / "common" / "inventory"),
                     "-i", str(DATA / "slurm-appliance" / "site" / "inventory"))
     assert {n for n, h in hosts.items() if h["profile"]} == {"site-gpu-0", "site-gpu-1"}
-    assert hosts["site-gpu-1"]["address"] == "10.2.0.21"  # regex_replace of ipmi_ip 10.1.0.21
+    assert hosts["site-gpu-1"]["address"] == "127.0.10.21"  # regex_replace of ipmi_ip 127.0.8.21
     assert all(h["user"] == "slurm-admin" for h in hosts.values())  # the site layer wins over common's rocky
     assert hosts["site-control"]["groups"] == ["cluster", "control", "node_exporter", "openhpc"]  # common's groups
 

@@ -101,7 +101,7 @@ def test_the_image_vars_digest_ignores_what_names_one_node():
     common = {"provision_profile": "h100", "nccl_version": "2.21.5", "nvidia_driver_branch": "550"}
     one = host("gpu01", ansible_host="127.0.9.1", provision_bmc_address="127.0.8.1", provision_nvlink_domain="A",
                provision_slurm_node="gpu01", **common)
-    two = host("gpu02", ansible_host="127.0.9.2", provision_bmc_address="10.1.0.2", provision_nvlink_domain="B",
+    two = host("gpu02", ansible_host="127.0.9.2", provision_bmc_address="127.0.8.2", provision_nvlink_domain="B",
                provision_slurm_node="gpu02", provision_rack="r2", **common)
     assert bundle.image_vars_digest(one) == bundle.image_vars_digest(two)
     other = host("gpu03", **{**common, "nccl_version": "2.23.4"})
