@@ -22,7 +22,7 @@ def listing(*args, env=None):
 def test_deepops_ini_all_group():
     hosts = listing("-i", str(DATA / "deepops" / "inventory"))
     assert list(hosts) == ["mgmt01", "mgmt02", "mgmt03", "login01", "gpu01", "gpu02"]
-    assert hosts["gpu01"] == {"name": "gpu01", "address": "10.0.2.1", "port": 22, "user": "ubuntu",
+    assert hosts["gpu01"] == {"name": "gpu01", "address": "127.20.2.1", "port": 22, "user": "ubuntu",
                               "profile": "h100-sxm5-80g-ndr",
                               "groups": ["k8s-cluster", "kube-node", "nfs-clients", "slurm-cluster", "slurm-node"]}
     assert hosts["login01"]["profile"] is None and hosts["login01"]["groups"] == [
@@ -34,7 +34,7 @@ def test_kubespray_folder_with_group_vars_folders():
     hosts = listing("-i", str(DATA / "kubespray"))
     assert sorted(n for n, h in hosts.items() if h["profile"] == "h200-sxm-141g-ndr") == ["node4", "node5", "node6"]
     assert hosts["node1"]["profile"] is None and "kube_control_plane" in hosts["node1"]["groups"]
-    assert hosts["bastion"] == {"name": "bastion", "address": "198.51.100.2", "port": 22, "user": "some_user",
+    assert hosts["bastion"] == {"name": "bastion", "address": "127.22.100.2", "port": 22, "user": "some_user",
                                 "profile": None, "groups": ["bastion"]}
     assert hosts["node4"]["user"] == "ubuntu"  # group_vars/all/all.yml
 
@@ -45,7 +45,7 @@ def test_mixed_fleet_ranges_templated_addresses_and_cpu_nodes():
     h100 = [f"gpu-h100-{i:02d}" for i in range(1, 9)]
     assert all(hosts[n]["profile"] == "a100-sxm4-80g-hdr" for n in a100)
     assert all(hosts[n]["profile"] == "h100-sxm5-80g-ndr" for n in h100)
-    assert [hosts[n]["address"] for n in a100 + h100] == [f"10.10.2.{10 + i}" for i in range(12)]
+    assert [hosts[n]["address"] for n in a100 + h100] == [f"127.21.2.{10 + i}" for i in range(12)]
     cpu = hosts["cpu-03.cluster.example"]
     assert cpu["address"] == "cpu-03.cluster.example" and cpu["profile"] is None  # no ansible_host: the name
     assert hosts["mgmt01"]["groups"] == ["ungrouped"]
@@ -93,7 +93,7 @@ def test_table_marks_non_gpu_nodes():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["HOST", "ADDRESS", "PORT", "USER", "PROFILE", "GROUPS"]
-    assert lines[4].split()[:5] == ["login01", "10.0.1.1", "22", "ubuntu", "-"]
+    assert lines[4].split()[:5] == ["login01", "127.20.1.1", "22", "ubuntu", "-"]
     assert "GPU nodes: 2 (h100-sxm5-80g-ndr: 2)" in lines[-1]
 
 
