@@ -30,8 +30,9 @@ TEST_APT_PACKAGES := slurmctld slurmd slurm-client munge
 # nodes behind a bastion (tests/integration/hidden_net.py); clush is bench/fanout.py's yardstick.
 TEST_APT_PACKAGES += chromium cmake g++ procps iproute2 clustershell
 # slurmd inside a simulated node needs the libraries ldconfig finds (libc-bin); the health_check role's wrapper is
-# checked with sh -n (both essential: always there, named for the record).
-TEST_APT_PACKAGES += libc-bin dash
+# checked with sh -n; LBNL NHC's own drain helpers run by bash (tests/integration/test_nhc_oracle.py) (all three
+# essential: always there, named for the record).
+TEST_APT_PACKAGES += libc-bin dash bash
 RUN_ARGS := -i $(INVENTORY) $(if $(LIMIT),--limit $(LIMIT)) $(if $(RUN_ID),--run-id $(RUN_ID))
 # INVENTORY as `provision -i` reads it (the path if it exists, else inventory/NAME); only the
 # embedded default (inventory/sim) needs the simulated base, a real site never builds it.

@@ -1,14 +1,21 @@
 """``provision health --drain self``: this node drained and resumed in Slurm with NHC's semantics.
 
 LBNL NHC's ``node-mark-offline`` and ``node-mark-online`` (https://github.com/mej/nhc, helpers/) drain a node with a
-reason starting ``NHC:`` and resume it only when its reason starts with ``NHC:``; a node drained with another reason,
-or one that is down, is not touched. Here, with this node's state read by ``scontrol show node -o <node>``:
+reason starting ``NHC:`` and resume it only when its reason starts with ``NHC:``; a node drained with another reason
+keeps that reason, and a DOWN node is never drained. They are this module's oracle: tests/integration/
+test_nhc_oracle.py runs them against a real slurmctld beside these rules, case by case. Where the rules differ from
+NHC's, on purpose: a DOWN node with NHC's reason is resumed by ``node-mark-online``, never here (the issue's rule:
+Slurm or an operator brings a DOWN node back); NHC rewrites its reason on every failing call, here only when the
+checks that fail changed (below). Here, with this node's state read by ``scontrol show node -o <node>``:
 
 - DOWN (whoever's reason, this health check's too: slurmctld keeps a node's reason when it marks it down, and
   slurmd runs the health check before it registers), or held (DRAIN, FAIL) with a reason not starting with
   ``PREFIX``: left alone, whatever the checks say (said in one line);
 - fail, not held: drained, ``Reason=<PREFIX> <failing checks> <first failing finding>`` (one line of printable ASCII,
-  at most ``provision.slurm.drain.REASON_MAX`` characters); already drained by this health check: left as it is;
+  at most ``provision.slurm.drain.REASON_MAX`` characters); already drained by this health check for the same checks:
+  left as it is (its reason's ``[user@time]`` stamp, which the breaker counts from, kept); for other checks (the
+  first fault healed, another one failing): its reason replaced by this call's, so that it never names a finding
+  that is gone (NHC's ``node-mark-offline`` rewrites its own reason on every failing call);
 - pass, drained by this health check: resumed (``State=RESUME``) only when every check its reason names passed in
   this call (an epilog's ``--checks gpu_stress`` drain is not resumed by a periodic call that does not run it); a
   node the burn-in drained (``burnin:``) is not this health check's to resume;
@@ -42,11 +49,12 @@ PREFIX = "provision-health:"  # every reason this health check gives starts with
 SHARE = slurm_breaker.SHARE
 WINDOW_S = slurm_breaker.WINDOW_S
 DRAIN, RESUME, NOTHING, HELD = "drained", "resumed", "nothing", "held by the breaker"
+REASON = "reason updated"
 
 
 @dataclass(frozen=True)
 class Done:
-    """What was done to the node: ``action`` (DRAIN, RESUME, NOTHING or HELD) and the lines said about it."""
+    """What was done to the node: ``action`` (DRAIN, RESUME, REASON, NOTHING or HELD) and the lines said about it."""
 
     action: str
     lines: tuple[str, ...] = ()
@@ -68,10 +76,11 @@ def named_checks(reason: str) -> tuple[str, ...]:
     return tuple(ids) if all(re.fullmatch(r"[a-z0-9_]+", c) for c in ids) else ()
 
 
-def decide(node: str, verdict: str, state: NodeState | None, passed: frozenset[str] = frozenset()) -> tuple[str, str]:
-    """(DRAIN, RESUME or NOTHING, the line to say or '') for ``node`` in ``state`` (None: Slurm does not know it)
-    with this call's ``verdict`` pass|fail|error and the checks that passed in it (``passed``; module docstring).
-    Pure."""
+def decide(node: str, verdict: str, state: NodeState | None, passed: frozenset[str] = frozenset(),
+           wanted: str = "") -> tuple[str, str]:
+    """(DRAIN, RESUME, REASON or NOTHING, the line to say or '') for ``node`` in ``state`` (None: Slurm does not know
+    it) with this call's ``verdict`` pass|fail|error, the checks that passed in it (``passed``) and, failing, the
+    reason it would drain with (``wanted``; module docstring). Pure."""
     if state is None:
         return NOTHING, f"{node}: not a Slurm node (scontrol show node does not list it): nothing done"
     ours = state.reason.startswith(PREFIX)
@@ -84,6 +93,8 @@ def decide(node: str, verdict: str, state: NodeState | None, passed: frozenset[s
                          + (f" ({state.reason})" if state.held() else ""))
     if verdict == "fail":
         if state.held():
+            if wanted and set(named_checks(wanted)) != set(named_checks(state.reason)):
+                return REASON, ""
             return NOTHING, f"{node}: already drained by this health check: {state.reason}"
         return DRAIN, ""
     if not state.held():
@@ -105,16 +116,20 @@ def apply(scontrol: Scontrol, node: str, verdict: str, wanted: str, passed: froz
         state = scontrol.show(node).get(node)
     except SlurmError as exc:
         return Done(NOTHING, (f"warning: cannot read Slurm node {node}, nothing drained or resumed: {exc}",))
-    action, note = decide(node, verdict, state, passed)
+    action, note = decide(node, verdict, state, passed, wanted)
     try:
+        if action == REASON:  # already drained by this health check: not a new drain, the breaker not asked
+            scontrol.drain(node, wanted)
+            was = state.reason if state else ""
+            return Done(REASON, (f"{node}: still drained, reason updated: {wanted} (was: {was})",))
         if action == RESUME:
             scontrol.resume(node)
             return Done(RESUME, (f"{node}: resumed: every check passes (was: {state.reason if state else ''})",))
         if action == DRAIN:
             return _drain(scontrol, node, wanted, now, breaker)
     except SlurmError as exc:
-        return Done(NOTHING, (f"warning: could not {'resume' if action == RESUME else 'drain'} Slurm node {node}: "
-                              f"{exc}",))
+        what = {RESUME: "resume", REASON: "update the reason of"}.get(action, "drain")
+        return Done(NOTHING, (f"warning: could not {what} Slurm node {node}: {exc}",))
     return Done(NOTHING, (note,) if note else ())
 
 

@@ -63,6 +63,9 @@ TEST_PACKAGES = {
     # wrapper checked by sh -n (tests/unit/test_role_health_check.py): both essential in Debian
     "ldconfig": ("libc-bin", "TEST_APT_PACKAGES"),
     "sh": ("dash", "TEST_APT_PACKAGES"),
+    # LBNL NHC's node-mark-offline/-online, the oracle of provision health's drain rules
+    # (tests/integration/test_nhc_oracle.py)
+    "bash": ("bash", "TEST_APT_PACKAGES"),
     # bench/install_scale.py: the bytes on the controller's SSH connections (ss -ti)
     "ss": ("iproute2", "TEST_APT_PACKAGES"),
 }
@@ -71,7 +74,8 @@ TEST_PACKAGES = {
 # unshare: provision/sim/node-boot.sh, the simulated node's supervisor, boots the node with it; nsenter: the
 # prefix tests/integration/hidden_net.py gives the rack's node start (a node inside a network namespace).
 INDIRECT = {"c++": ("g++", "TEST_APT_PACKAGES"), "unshare": ("util-linux", "SIM_APT_PACKAGES"),
-            "nsenter": ("util-linux", "SIM_APT_PACKAGES")}
+            "nsenter": ("util-linux", "SIM_APT_PACKAGES"),
+            "sinfo": ("slurm-client", "TEST_APT_PACKAGES")}  # NHC's helpers read a node's state with it
 # Programs a test uses only where the machine has them (the test is skipped elsewhere), with their Debian package,
 # which the Makefile does not install: promtool checks the Prometheus textfile (tests/unit/report/test_one_truth.py),
 # but Debian's prometheus package brings the server, 33 packages and 96 MB to a CI run.
