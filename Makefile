@@ -97,7 +97,7 @@ unit: setup ## The fast tests only: tests/unit (no simulated rack, no lint, no d
 test: sim-base lint ## Lint, then run the tests (unit and the simulated-rack integration test)
 	$(call apt_install,$(TEST_APT_PACKAGES))
 	$(VENV)/bin/pytest -q -n $(UNIT_WORKERS) tests/unit $(PYTEST_ARGS)
-	$(VENV)/bin/pytest -q tests/integration $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q --durations=15 tests/integration $(PYTEST_ARGS)
 
 collection: setup ## Build the roles and playbooks as the Ansible collection provision.gpu (dist/provision-gpu-*.tar.gz)
 	$(VENV)/bin/ansible-galaxy collection build --force --output-path dist .

@@ -221,10 +221,12 @@ def _drain(args, node, run: Run, verdict: str, cut: bool, deadline: float) -> se
         return selfdrain.Done(selfdrain.NOTHING)
     from provision.slurm.scontrol import Scontrol
 
-    wanted = selfdrain.reason(run, node.host.name) if verdict == "fail" else ""
-    passed = frozenset(r.check for r in run.results if r.outcome is Outcome.PASS)
-    return selfdrain.apply(Scontrol(deadline=deadline), node.slurm_node,
-                           verdict if not (cut and verdict == "pass") else "error", wanted, passed)
+    failing = verdict == "fail"
+    call = selfdrain.Judged(verdict if not (cut and verdict == "pass") else "error",
+                            selfdrain.reason(run, node.host.name) if failing else "",
+                            frozenset(r.check for r in run.results if r.outcome is Outcome.PASS),
+                            selfdrain.reasons(run, node.host.name) if failing else frozenset())
+    return selfdrain.apply(Scontrol(deadline=deadline), node.slurm_node, call)
 
 
 def _keep(folder: Path, textfile_dir: str | None, record: dict) -> None:

@@ -5,17 +5,20 @@ reason starting ``NHC:`` and resume it only when its reason starts with ``NHC:``
 keeps that reason, and a DOWN node is never drained. They are this module's oracle: tests/integration/
 test_nhc_oracle.py runs them against a real slurmctld beside these rules, case by case. Where the rules differ from
 NHC's, on purpose: a DOWN node with NHC's reason is resumed by ``node-mark-online``, never here (the issue's rule:
-Slurm or an operator brings a DOWN node back); NHC rewrites its reason on every failing call, here only when the
-checks that fail changed (below). Here, with this node's state read by ``scontrol show node -o <node>``:
+Slurm or an operator brings a DOWN node back); NHC rewrites its reason on every failing call (it names the call's
+first finding), here only when the finding it names is gone (below). Here, with this node's state read by ``scontrol show node -o <node>``:
 
 - DOWN (whoever's reason, this health check's too: slurmctld keeps a node's reason when it marks it down, and
-  slurmd runs the health check before it registers), or held (DRAIN, FAIL) with a reason not starting with
-  ``PREFIX``: left alone, whatever the checks say (said in one line);
+  slurmd runs the health check before it registers), being rebooted or powered up or down by Slurm (``TRANSITION``),
+  or held (DRAIN, FAIL) with a reason not starting with ``PREFIX``: left alone, whatever the checks say (said in one
+  line);
 - fail, not held: drained, ``Reason=<PREFIX> <failing checks> <first failing finding>`` (one line of printable ASCII,
-  at most ``provision.slurm.drain.REASON_MAX`` characters); already drained by this health check for the same checks:
-  left as it is (its reason's ``[user@time]`` stamp, which the breaker counts from, kept); for other checks (the
-  first fault healed, another one failing): its reason replaced by this call's, so that it never names a finding
-  that is gone (NHC's ``node-mark-offline`` rewrites its own reason on every failing call);
+  at most ``provision.slurm.drain.REASON_MAX`` characters); already drained by this health check: left as it is
+  while its reason names a finding this call still sees (its ``[user@time]`` stamp, which the breaker counts from,
+  kept), else its reason replaced by this call's (the first fault healed, another one failing: NHC's
+  ``node-mark-offline`` rewrites its own reason on every failing call), unless a check the old reason names neither
+  passed nor failed in this call (an epilog's gpu_stress drain seen by a periodic call) or its list of checks was
+  cut: then it is kept, so that no call resumes the node before that check passed;
 - pass, drained by this health check: resumed (``State=RESUME``) only when every check its reason names passed in
   this call (an epilog's ``--checks gpu_stress`` drain is not resumed by a periodic call that does not run it); a
   node the burn-in drained (``burnin:``) is not this health check's to resume;
@@ -50,6 +53,23 @@ SHARE = slurm_breaker.SHARE
 WINDOW_S = slurm_breaker.WINDOW_S
 DRAIN, RESUME, NOTHING, HELD = "drained", "resumed", "nothing", "held by the breaker"
 REASON = "reason updated"
+# Slurm is rebooting the node or powering it up or down (scontrol show node's state flags, Slurm 22.05+): a resume
+# would lift the drain that ``scontrol reboot ASAP`` holds until the reboot. Left alone, as NHC's helpers leave a
+# state with '@' (reboot requested), '#' (powering up) or 'boot' (rebooting) in sinfo's compact form.
+TRANSITION = frozenset({"REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERING_UP", "POWERING_DOWN", "POWER_DOWN",
+                        "POWERED_DOWN"})
+
+
+@dataclass(frozen=True)
+class Judged:
+    """This call's judgement of the node: ``verdict`` pass|fail|error; failing, ``wanted`` the reason it drains with
+    and ``present`` every reason it could give (``reasons``: one per failing finding); ``passed`` the checks that
+    passed in it."""
+
+    verdict: str
+    wanted: str = ""
+    passed: frozenset[str] = frozenset()
+    present: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -63,7 +83,14 @@ class Done:
 def reason(run, host: str) -> str:
     """The drain reason of a failing ``host`` in ``run``: the burn-in's (``provision.slurm.drain.reason``) with this
     health check's prefix. Raises ValueError for a host no result blames."""
-    return slurm_drain.clean(PREFIX + slurm_drain.reason(run, host)[len(slurm_drain.PREFIX):])
+    return slurm_drain.reasons(run, host, PREFIX)[0]
+
+
+def reasons(run, host: str) -> frozenset[str]:
+    """Every reason ``run`` could give a failing ``host``: one per failing finding about it (``reason`` is one of
+    them); a node drained with one of them is drained for a fault this call still sees. Raises ValueError for a host
+    no result blames."""
+    return frozenset(slurm_drain.reasons(run, host, PREFIX))
 
 
 def named_checks(reason: str) -> tuple[str, ...]:
@@ -76,16 +103,18 @@ def named_checks(reason: str) -> tuple[str, ...]:
     return tuple(ids) if all(re.fullmatch(r"[a-z0-9_]+", c) for c in ids) else ()
 
 
-def decide(node: str, verdict: str, state: NodeState | None, passed: frozenset[str] = frozenset(),
-           wanted: str = "") -> tuple[str, str]:
+def decide(node: str, state: NodeState | None, call: Judged) -> tuple[str, str]:
     """(DRAIN, RESUME, REASON or NOTHING, the line to say or '') for ``node`` in ``state`` (None: Slurm does not know
-    it) with this call's ``verdict`` pass|fail|error, the checks that passed in it (``passed``) and, failing, the
-    reason it would drain with (``wanted``; module docstring). Pure."""
+    it) after this ``call`` (module docstring). Pure."""
+    verdict = call.verdict
     if state is None:
         return NOTHING, f"{node}: not a Slurm node (scontrol show node does not list it): nothing done"
     ours = state.reason.startswith(PREFIX)
     if "DOWN" in state.words:  # whoever's reason: Slurm or an operator brings it back, never a health check
         return NOTHING, f"{node} left alone: DOWN ({state.reason or 'no reason'})"
+    if state.words & TRANSITION:
+        return NOTHING, f"{node} left alone: Slurm is rebooting or powering it ({state.state}): " \
+                        f"{state.reason or 'no reason'}"
     if state.held() and not ours:
         return NOTHING, f"{node} left alone: held by someone else ({state.state}): {state.reason or 'no reason'}"
     if verdict == "error":
@@ -93,30 +122,46 @@ def decide(node: str, verdict: str, state: NodeState | None, passed: frozenset[s
                          + (f" ({state.reason})" if state.held() else ""))
     if verdict == "fail":
         if state.held():
-            if wanted and set(named_checks(wanted)) != set(named_checks(state.reason)):
-                return REASON, ""
-            return NOTHING, f"{node}: already drained by this health check: {state.reason}"
+            return _drained_again(node, state.reason, call)
         return DRAIN, ""
     if not state.held():
         return NOTHING, ""
     named = named_checks(state.reason)
-    missing = [c for c in named if c not in passed]
+    missing = [c for c in named if c not in call.passed]
     if missing or not named:
         why = f"{', '.join(missing)} did not pass in this call" if missing else "its reason names no check"
         return NOTHING, f"{node} passes but stays drained: {why} ({state.reason})"
     return RESUME, ""
 
 
-def apply(scontrol: Scontrol, node: str, verdict: str, wanted: str, passed: frozenset[str] = frozenset(),
-          now: datetime | None = None, breaker: slurm_breaker.Breaker = slurm_breaker.Breaker(SHARE, WINDOW_S)) -> Done:
-    """Drain or resume ``node`` per ``decide`` (``wanted``: the drain reason when it failed; ``passed``: the checks
-    that passed in this call), within the breaker (module docstring). A failing scontrol is one line and changes
-    nothing else; never raises SlurmError."""
+def _drained_again(node: str, held: str, call: Judged) -> tuple[str, str]:
+    """A node this health check drained (reason ``held``) fails again: its reason kept while it names a finding this
+    call still sees (and Slurm's stamp of it, which the breaker counts from); replaced by ``call.wanted`` when the
+    finding it names is gone, unless a check it names neither passed in this call nor fails in it (not run: an
+    epilog's gpu_stress drain seen by a periodic call), or its list of checks was cut: those keep it."""
+    wanted = call.wanted
+    kept = f"{node}: already drained by this health check: {held}"
+    if not wanted or held in call.present or held == wanted:
+        return NOTHING, kept
+    named = named_checks(held)
+    unjudged = [c for c in named if c not in call.passed and c not in named_checks(wanted)]
+    if not named or unjudged:
+        why = f"{', '.join(unjudged)} neither passed nor failed in this call" if unjudged \
+            else "its reason names no check"
+        return NOTHING, f"{kept} (kept: {why})"
+    return REASON, ""
+
+
+def apply(scontrol: Scontrol, node: str, call: Judged, now: datetime | None = None,
+          breaker: slurm_breaker.Breaker = slurm_breaker.Breaker(SHARE, WINDOW_S)) -> Done:
+    """Drain or resume ``node`` per ``decide`` after this ``call``, within the breaker (module docstring). A failing
+    scontrol is one line and changes nothing else; never raises SlurmError."""
+    wanted = call.wanted
     try:
         state = scontrol.show(node).get(node)
     except SlurmError as exc:
         return Done(NOTHING, (f"warning: cannot read Slurm node {node}, nothing drained or resumed: {exc}",))
-    action, note = decide(node, verdict, state, passed, wanted)
+    action, note = decide(node, state, call)
     try:
         if action == REASON:  # already drained by this health check: not a new drain, the breaker not asked
             scontrol.drain(node, wanted)
@@ -143,13 +188,17 @@ def _drain(scontrol: Scontrol, node: str, wanted: str, now: datetime | None,
         return Done(HELD, (f"breaker: {node} not drained: {why.replace('this tool', 'this health check')} "
                            f"({wanted})",))
     scontrol.drain(node, wanted)
-    states = scontrol.show()
-    cap = max(1, int(breaker.share * len(states) + 1e-9))
-    recent = breaker.recent(states, PREFIX, now or datetime.now())
-    first = sorted(recent, key=lambda n: (slurm_breaker.set_at(states[n]), n))[:cap]
-    if node in recent and node not in first:
-        scontrol.resume(node)
-        return Done(HELD, (f"breaker: {node} drained then resumed: {len(recent)} nodes drained by this health check "
-                           f"within {slurm_breaker.span(breaker.window_s)}, more than {cap} "
-                           f"({breaker.share * 100:g} % of {len(states)} Slurm nodes) ({wanted})",))
+    try:  # drained: from here a failing scontrol leaves it drained, and says so
+        states = scontrol.show()
+        cap = max(1, int(breaker.share * len(states) + 1e-9))
+        recent = breaker.recent(states, PREFIX, now or datetime.now())
+        first = sorted(recent, key=lambda n: (slurm_breaker.set_at(states[n]), n))[:cap]
+        if node in recent and node not in first:
+            scontrol.resume(node)
+            return Done(HELD, (f"breaker: {node} drained then resumed: {len(recent)} nodes drained by this health "
+                               f"check within {slurm_breaker.span(breaker.window_s)}, more than {cap} "
+                               f"({breaker.share * 100:g} % of {len(states)} Slurm nodes) ({wanted})",))
+    except SlurmError as exc:
+        return Done(DRAIN, (f"{node}: drained: {wanted}",
+                            f"warning: the breaker's count after draining {node} was not finished: {exc}"))
     return Done(DRAIN, (f"{node}: drained: {wanted}",))

@@ -19,8 +19,12 @@ from provision.results.model import CheckResult, Finding, Outcome
 
 def latch(result: CheckResult | None, text: str, carried: list[dict]) -> list[dict]:
     """What to keep for the next call: the failing Xids of ``result`` (the xid check's, on the log ``text``) with
-    their stamps, and the ``carried`` ones it kept failing on; [] when it passed or did not run."""
-    if result is None or result.outcome is not Outcome.FAIL:
+    their stamps, and the ``carried`` ones it kept failing on; [] when it passed; ``carried`` as it was when it did
+    not judge (not in this call's checks, cut by the budget, an error): a call that did not look keeps what it was
+    given (``--ack-xid`` gives nothing)."""
+    if result is None or result.outcome in (Outcome.ERROR, Outcome.SKIPPED):
+        return [dict(k) for k in carried]
+    if result.outcome is not Outcome.FAIL:
         return []
     failing = {(f.device, f.value) for f in result.findings if not f.ok and f.metric == "xid"}
     kept = [dict(k) for k in carried]

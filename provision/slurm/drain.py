@@ -62,13 +62,19 @@ def reason(run: Run, host: str) -> str:
     """The drain reason of a failing ``host``: ``burnin: <checks> <first failing finding>`` (the first
     failing result's message when it has no finding about this host). Raises ValueError for a host
     that no result blames."""
+    return reasons(run, host)[0]
+
+
+def reasons(run: Run, host: str, prefix: str = PREFIX) -> list[str]:
+    """Every reason ``run`` could give ``host``, the first one ``reason``'s: ``<prefix> <failing checks>
+    <finding>`` for each failing finding about it, in the run's order (the first failing result's message
+    when none). Raises ValueError for a host that no result blames."""
     failing = [r for r in run.results_of(host) if r.outcome is Outcome.FAIL and host in r.blamed()]
     if not failing:
         raise ValueError(f"{host}: no failing result blames it")
     checks = ",".join(dict.fromkeys(r.check for r in failing))
-    first = next((f for r in failing for f in r.findings if not f.ok and f.host in ("", host)), None)
-    message = first.describe() if first else failing[0].message
-    return clean(f"{PREFIX} {checks} {message}")
+    said = [f.describe() for r in failing for f in r.findings if not f.ok and f.host in ("", host)]
+    return [clean(f"{prefix} {checks} {message}") for message in dict.fromkeys(said or [failing[0].message])]
 
 
 def drain_lines(run: Run) -> list[str]:

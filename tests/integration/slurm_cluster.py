@@ -5,7 +5,8 @@ one slurmd per node runs here too (``slurmd -N <node>``: Debian's build has mult
 each on its own port, with ``NodeAddr`` the node's loopback address. Every daemon runs in the
 foreground as a child of the test (stopped by its PID), and its config, keys, state, spool, logs and
 sockets are in one folder. ProctrackType=proctrack/linuxproc and TaskPlugin=task/none: no cgroups
-and no systemd are needed. slurm.conf(5): https://slurm.schedmd.com/slurm.conf.html; munged(8).
+and no systemd are needed. RebootProgram=/bin/false lets ``scontrol reboot`` be requested (and cancelled); a reboot
+issued would fail, never reboot this machine. slurm.conf(5): https://slurm.schedmd.com/slurm.conf.html; munged(8).
 
 Measured on a 2-core machine: munged up in 0.02 s, slurmctld answering in about 1 s, every slurmd
 registered (state IDLE) in about 2 s.
@@ -47,6 +48,7 @@ MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MailProg=/bin/true
+RebootProgram=/bin/false
 ReturnToService=2
 SlurmdParameters=config_overrides
 SlurmctldTimeout=30

@@ -150,3 +150,23 @@ def test_slurmd_runs_the_health_check_drains_with_our_reason_resumes_and_the_pro
         assert not output.exists() or "node01" not in output.read_text()  # `hostname` never ran there
         subprocess.run(["scancel", job_id], env={**os.environ, **slurm.env}, timeout=30, check=False)
     heal(inv, "node01")
+
+
+def test_without_slurm_a_systemd_timer_runs_the_health_check(eight_h100, tmp_path):
+    """health_check_slurm false: the role's service and timer, enabled and started by the node's systemd; the timer's
+    first run (OnBootSec long past: it elapses at once) leaves the node's last.json, judged by the health check."""
+    inv = eight_h100
+    n3 = {n.name: n for n in rack.load_nodes(inv)}["node03"]
+    began = time.time()
+    applied = health_role.apply_health_role(inv, "node03", {
+        "health_check_slurm": False, "health_check_timer_boot_s": 1,
+        "health_check_source": str(health_role.snapshot_source(tmp_path / "source"))})
+    assert applied.returncode == 0, applied.stdout[-4000:] + applied.stderr[-2000:]
+    assert not (n3.root() / "etc/slurm/provision-health.conf").exists()
+    timer = (n3.root() / "etc/systemd/system/provision-health.timer").read_text()
+    assert "OnUnitActiveSec=300\n" in timer
+    state = slurm_node.in_node(n3, "sh", "-c", "systemctl is-enabled provision-health.timer; "
+                                               "systemctl is-active provision-health.timer").stdout
+    assert state.split() == ["enabled", "active"], state
+    kept = first_call_after(n3, began)
+    assert kept["mode"] == "periodic" and kept["verdict"] == "pass" and kept["slurm"]["action"] == "nothing", kept

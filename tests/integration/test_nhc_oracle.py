@@ -9,9 +9,10 @@ same finding; each node's state and reason are then read back from slurmctld and
 and ours ``provision-health:`` read as one.
 
 They agree on every case but two, which differ on purpose and are asserted as they differ (selfdrain's docstring,
-README): a DOWN node with the health check's own reason is resumed by NHC's helper and left DOWN by ours, and a
-node already drained by the health check for one finding and failing another gets NHC's new reason on every call,
-ours only when the checks that fail changed (the same failing check keeps its first reason and stamp).
+README): a DOWN node with the health check's own reason is resumed by NHC's helper and left DOWN by ours, and NHC
+rewrites its reason on every failing call, so it names the call's first finding, where ours keeps naming its
+finding while that is still seen (and the stamp of it, which the breaker counts from); the same finding again is
+the same reason and stamp for both (slurmctld keeps an unchanged reason's stamp).
 """
 import os
 import subprocess
@@ -45,6 +46,7 @@ def slurm(tmp_path_factory):
 def fresh(slurm):
     """Both nodes IDLE with no reason and no job, before and after a case."""
     def reset():
+        slurm.scontrol("cancel_reboot", "nhc,ours")  # before the jobs end: no reboot is ever issued
         slurm.scontrol("update", "NodeName=nhc,ours", "State=RESUME")
         subprocess.run(["scancel", "-w", "nhc,ours"], capture_output=True, timeout=30,
                        env={**os.environ, **slurm.env})
@@ -56,8 +58,9 @@ def fresh(slurm):
 
 def put(slurm, start: str) -> None:
     """Both nodes in ``start``: idle, operator (drained by someone else), own (drained by the health check for
-    an Xid), down_operator, down_own, busy (a job on it), busy_own (a job on it, drained by the health check)."""
-    if start.startswith("busy"):  # the jobs first: a drained node starts none
+    an Xid), down_operator, down_own, busy (a job on it), busy_own (a job on it, drained by the health check),
+    reboot_own (busy_own, then ``scontrol reboot ASAP``: a reboot requested when the job ends)."""
+    if start.startswith(("busy", "reboot")):  # the jobs first: a drained node starts none
         for node in LEADERS:
             job = subprocess.run(["sbatch", "--parsable", "-w", node, "--chdir=/tmp", "--output=/dev/null",
                                   "--wrap", "sleep 120"], capture_output=True, text=True, timeout=30,
@@ -74,6 +77,10 @@ def put(slurm, start: str) -> None:
         elif start.endswith("own"):
             assert slurm.scontrol("update", f"NodeName={node}", f"State={state}",
                                   f"Reason={leader} {XID}").returncode == 0
+    if start.startswith("reboot"):  # an operator's reboot when the job ends; the drain it holds keeps our reason
+        done = slurm.scontrol("reboot", "ASAP", "nextstate=RESUME", "nhc,ours")
+        assert done.returncode == 0, done.stderr
+        assert all("REBOOT_REQUESTED" in slurm.node(n).words for n in LEADERS), slurm.states()
 
 
 def nhc(slurm, verdict: str, finding: str) -> None:
@@ -88,9 +95,10 @@ def ours(slurm, verdict: str, finding: str, monkeypatch) -> selfdrain.Done:
     """``provision health --drain self``'s rules on node ``ours`` (the checks the finding names passed or failed)."""
     for name, value in slurm.env.items():
         monkeypatch.setenv(name, value)
-    check = finding.split()[0]
-    return selfdrain.apply(Scontrol(), "ours", verdict, f"{selfdrain.PREFIX} {finding}" if verdict == "fail" else "",
-                           frozenset({"xid", "ib_ports"} if verdict == "pass" else {"xid", "ib_ports"} - {check}))
+    check, wanted = finding.split()[0], f"{selfdrain.PREFIX} {finding}"
+    call = selfdrain.Judged(verdict, wanted, frozenset({"xid", "ib_ports"} - {check}), frozenset({wanted})) \
+        if verdict == "fail" else selfdrain.Judged(verdict, passed=frozenset({"xid", "ib_ports"}))
+    return selfdrain.apply(Scontrol(), "ours", call)
 
 
 def seen(state: NodeState, node: str) -> tuple[frozenset[str], str]:
@@ -111,6 +119,7 @@ CASES = [  # (start, verdict, finding, what both do)
     ("busy", "fail", XID, "draining under its job"),
     ("busy_own", "pass", XID, "resumed under its job"),
     ("busy_operator", "fail", IB, "the operator's reason kept under its job"),
+    ("reboot_own", "pass", XID, "left alone: Slurm holds it drained for a reboot"),
 ]
 
 
@@ -135,20 +144,31 @@ def test_a_down_node_with_its_own_reason_is_resumed_by_nhc_and_left_down_by_us(f
     assert done.action == selfdrain.NOTHING and "left alone: DOWN" in done.lines[0]
 
 
-def test_another_failing_check_rewrites_the_reason_as_nhc_does_and_the_same_check_keeps_it(fresh, monkeypatch):
-    put(fresh, "own")
+def test_a_fault_gone_rewrites_the_reason_as_nhc_does_and_a_fault_still_seen_keeps_it(fresh, monkeypatch):
+    put(fresh, "own")  # drained for an Xid on GPU 1B; now the port fails and the Xid is gone
     nhc(fresh, "fail", IB)
     done = ours(fresh, "fail", IB, monkeypatch)
     after = fresh.states()
     assert seen(after["ours"], "ours") == seen(after["nhc"], "nhc") == ({"IDLE", "DRAIN"}, f"<leader> {IB}")
     assert done.action == selfdrain.REASON
-    # the same check failing again: NHC rewrites its reason (a new stamp), ours keeps the first (and its stamp)
+    # the same finding again: both keep the reason and Slurm's stamp of it (slurmctld keeps an unchanged reason's)
     fresh.scontrol("update", "NodeName=nhc,ours", "State=RESUME")
     put(fresh, "own")
-    stamp = fresh.node("ours").since
-    nhc(fresh, "fail", "xid GPU 00000000:2A:00.0 Xid 79 (GPU has fallen off the bus)")
-    done = ours(fresh, "fail", "xid GPU 00000000:2A:00.0 Xid 79 (GPU has fallen off the bus)", monkeypatch)
+    stamps = {n: fresh.node(n).since for n in LEADERS}
+    time.sleep(1.1)  # a new stamp would show (seconds)
+    nhc(fresh, "fail", XID)
+    assert ours(fresh, "fail", XID, monkeypatch).action == selfdrain.NOTHING
     after = fresh.states()
-    assert after["nhc"].reason == "NHC: xid GPU 00000000:2A:00.0 Xid 79 (GPU has fallen off the bus)"
-    assert after["ours"].reason == f"{selfdrain.PREFIX} {XID}" and after["ours"].since == stamp
-    assert done.action == selfdrain.NOTHING
+    assert seen(after["ours"], "ours") == seen(after["nhc"], "nhc") == ({"IDLE", "DRAIN"}, f"<leader> {XID}")
+    assert {n: after[n].since for n in LEADERS} == stamps
+    # the Xid on 1B still seen, another GPU's now first: NHC's reason names the new one, ours still the first
+    other = "xid GPU 00000000:2A:00.0 Xid 79 (GPU has fallen off the bus)"
+    nhc(fresh, "fail", other)
+    for name, value in fresh.env.items():
+        monkeypatch.setenv(name, value)
+    call = selfdrain.Judged("fail", f"{selfdrain.PREFIX} {other}", frozenset({"ib_ports"}),
+                            frozenset({f"{selfdrain.PREFIX} {other}", f"{selfdrain.PREFIX} {XID}"}))
+    assert selfdrain.apply(Scontrol(), "ours", call).action == selfdrain.NOTHING
+    after = fresh.states()
+    assert after["nhc"].reason == f"NHC: {other}" and after["ours"].reason == f"{selfdrain.PREFIX} {XID}"
+    assert after["ours"].since == stamps["ours"]

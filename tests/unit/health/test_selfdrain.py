@@ -1,5 +1,8 @@
 """The self-drain's rules on Slurm's node states (``provision.health.selfdrain.decide``): pure."""
+import pytest
+
 from provision.health import selfdrain
+from provision.health.selfdrain import Judged
 from provision.slurm.scontrol import NodeState
 
 
@@ -7,24 +10,42 @@ def test_a_reason_whose_list_of_checks_was_cut_is_never_resumed():
     cut = ("provision-health: gpu_health,xid,ecc_counters,pcie_replays,stack,gpu_settings,host_settings,ib_ports,"
            "gpu_str...")
     assert selfdrain.named_checks(cut) == ()
-    action, note = selfdrain.decide("node01", "pass", NodeState("node01", "IDLE+DRAIN", cut),
-                                    frozenset({"gpu_health", "xid", "ib_ports"}))
+    action, note = selfdrain.decide("node01", NodeState("node01", "IDLE+DRAIN", cut),
+                                    Judged("pass", passed=frozenset({"gpu_health", "xid", "ib_ports"})))
     assert action == selfdrain.NOTHING and "its reason names no check" in note
     whole = "provision-health: xid,ib_ports PCI 0000:4c:00: xid = 79"
     assert selfdrain.named_checks(whole) == ("xid", "ib_ports")
-    assert selfdrain.decide("node01", "pass", NodeState("node01", "IDLE+DRAIN", whole),
-                            frozenset({"xid", "ib_ports"}))[0] == selfdrain.RESUME
-    assert selfdrain.decide("node01", "pass", NodeState("node01", "IDLE+DRAIN", whole), frozenset({"xid"}))[0] \
-        == selfdrain.NOTHING
+    assert selfdrain.decide("node01", NodeState("node01", "IDLE+DRAIN", whole),
+                            Judged("pass", passed=frozenset({"xid", "ib_ports"})))[0] == selfdrain.RESUME
+    assert selfdrain.decide("node01", NodeState("node01", "IDLE+DRAIN", whole),
+                            Judged("pass", passed=frozenset({"xid"})))[0] == selfdrain.NOTHING
 
 
-def test_a_node_drained_for_other_checks_gets_this_calls_reason_and_the_same_checks_keep_the_first():
+def test_a_node_drained_again_keeps_its_reason_while_its_finding_is_seen_else_gets_this_calls():
     xid = "provision-health: xid GPU 00000000:1B:00.0 Xid 79 (fell off the bus)"
+    other = "provision-health: xid GPU 00000000:2A:00.0 Xid 79 (fell off the bus)"
     held = NodeState("node01", "IDLE+DRAIN", xid, "2026-12-05T04:00:00")
-    assert selfdrain.decide("node01", "fail", held, wanted="provision-health: xid GPU 00000000:2A:00.0 Xid 79") \
+    # the named finding still seen (beside another one): kept, with its stamp
+    assert selfdrain.decide("node01", held, Judged("fail", other, present=frozenset({other, xid}))) \
         == (selfdrain.NOTHING, f"node01: already drained by this health check: {xid}")
+    # the named fault gone, the same check failing on another GPU: the reason follows the fault
+    assert selfdrain.decide("node01", held, Judged("fail", other, present=frozenset({other})))[0] == selfdrain.REASON
     ib = "provision-health: ib_ports mlx5_0 port 1 Down"
-    assert selfdrain.decide("node01", "fail", held, wanted=ib) == (selfdrain.REASON, "")
+    assert selfdrain.decide("node01", held, Judged("fail", ib, frozenset({"xid"}), frozenset({ib})))[0] \
+        == selfdrain.REASON
+    # a check the old reason names that did not run (an epilog's gpu_stress): kept, so no call resumes before it passed
+    stress = NodeState("node01", "IDLE+DRAIN", "provision-health: gpu_stress GPU3 gflops = 41000")
+    action, note = selfdrain.decide("node01", stress, Judged("fail", ib, frozenset({"xid"}), frozenset({ib})))
+    assert action == selfdrain.NOTHING and "gpu_stress neither passed nor failed in this call" in note
     # someone else's drain keeps its reason, whatever fails now
     operator = NodeState("node01", "IDLE+DRAIN", "PSU swap (alice)")
-    assert selfdrain.decide("node01", "fail", operator, wanted=ib)[0] == selfdrain.NOTHING
+    assert selfdrain.decide("node01", operator, Judged("fail", ib, present=frozenset({ib})))[0] == selfdrain.NOTHING
+
+
+@pytest.mark.parametrize("state", ["IDLE+DRAIN+REBOOT_REQUESTED", "MIXED+DRAIN+REBOOT_REQUESTED", "REBOOT_ISSUED",
+                                   "IDLE+POWERING_DOWN", "IDLE+POWERED_DOWN", "IDLE+POWERING_UP"])
+def test_a_node_slurm_reboots_or_powers_is_left_alone(state):
+    ours = NodeState("node01", state, "provision-health: xid GPU 00000000:1B:00.0 Xid 79")
+    for call in (Judged("pass", passed=frozenset({"xid"})), Judged("fail", "provision-health: ib_ports x")):
+        action, note = selfdrain.decide("node01", ours, call)
+        assert action == selfdrain.NOTHING and "Slurm is rebooting or powering it" in note
