@@ -6,7 +6,8 @@ keeps that reason, and a DOWN node is never drained. They are this module's orac
 test_nhc_oracle.py runs them against a real slurmctld beside these rules, case by case. Where the rules differ from
 NHC's, on purpose: a DOWN node with NHC's reason is resumed by ``node-mark-online``, never here (the issue's rule:
 Slurm or an operator brings a DOWN node back); NHC rewrites its reason on every failing call (it names the call's
-first finding), here only when the finding it names is gone (below). Here, with this node's state read by ``scontrol show node -o <node>``:
+first finding), here only when the finding it names is gone (below). Here, with this node's state read by
+``scontrol show node -o <node>``:
 
 - DOWN (whoever's reason, this health check's too: slurmctld keeps a node's reason when it marks it down, and
   slurmd runs the health check before it registers), being rebooted or powered up or down by Slurm (``TRANSITION``),
