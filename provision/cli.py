@@ -293,6 +293,16 @@ def _dispatch(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "health":
+        from provision.health import modes
+
+        if modes.MODES[args.mode].own_errors_pass:
+            return _prolog_or_epilog(parser, args, modes.MODES[args.mode])
+    return _run(parser, args)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The chosen command, its errors as one line and an exit status (``provision.errors.ExitStatus``)."""
     try:
         refuse_empty(parser, args)
         return int(_dispatch(args))
@@ -313,6 +323,24 @@ def main(argv: list[str]) -> int:
             raise
         return _internal(exc)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: the run (if any) saved what it had
+        print("provision: interrupted", file=sys.stderr)
+        return int(ExitStatus.INTERRUPTED)
+
+
+def _prolog_or_epilog(parser: argparse.ArgumentParser, args: argparse.Namespace, mode) -> int:
+    """``provision health --mode prolog|epilog``: whatever fails before the health check's own guard (an empty
+    option, a module the node's environment lacks) is its own failure too: one line and exit 0, for Slurm drains a
+    node whose prolog or epilog exits non-zero (``provision.health.modes``). A signal is 130/143 as in every mode."""
+    from provision.health import modes
+
+    try:
+        refuse_empty(parser, args)
+        return int(_dispatch(args))
+    except Exception as exc:  # noqa: BLE001 - never a drain for the health check's own failure
+        print(modes.not_finished(mode, str(exc) if isinstance(exc, ProvisionError) else f"{type(exc).__name__}: "
+                                 f"{exc}"))
+        return modes.OK
+    except KeyboardInterrupt:
         print("provision: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
 

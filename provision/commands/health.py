@@ -14,11 +14,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from provision import arguments, checks as checks_pkg
-from provision.errors import ParseError, ProvisionError, not_written
+from provision.errors import ExitStatus, ParseError, ProvisionError, not_written
 from provision.health import modes, node as health_node, selfdrain, state
 from provision.results.model import HostRecord, JUDGED_VARS, Outcome, Run, Scope
 
 NAME = "provision-health"  # as NHC's "nhc" in its lines
+
+
+class NotChecked(ProvisionError):
+    """A tool the call needs before any check could not be run (``--ack-xid``'s dmesg): exit 7, not bad input."""
+
+    exit_status = ExitStatus.UNCHECKED
 
 
 def main(args: argparse.Namespace) -> int:
@@ -31,9 +37,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         return _call(args, mode, began)
     except Exception as exc:  # noqa: BLE001 - never a drain for the health check's own failure (module docstring)
-        said = str(exc) if isinstance(exc, ProvisionError) else f"{type(exc).__name__}: {exc}"
-        print(f"ERROR:  {NAME}:  Health check could not finish:  {' '.join(said.split())[:300]} (exit 0: --mode "
-              f"{mode.name})")
+        print(modes.not_finished(mode, str(exc) if isinstance(exc, ProvisionError) else f"{type(exc).__name__}: {exc}"))
         return modes.OK
 
 
@@ -48,17 +52,17 @@ def _call(args: argparse.Namespace, mode: modes.Mode, began: float) -> int:
     folder = Path(args.state_dir)
     last = state.previous(folder)
     boot_id = _boot_id(node.host.vars)
-    after = _ack_xid(budget) if args.ack_xid else state.xid_after(last, boot_id)
+    after = _ack_xid(_left(began, budget)) if args.ack_xid else state.xid_after(last, boot_id)
     if after is not None:
         from provision.checks.xid import AFTER_VAR
 
         target = targets.build([_with_vars(node.host, {AFTER_VAR: after})], "health")[0]
-    chosen, skipped = _idle_gpus(chosen, mode, target, budget)
+    chosen, skipped = _idle_gpus(chosen, mode, target, _left(began, budget))
     started = datetime.now(timezone.utc)
     rundir = _kept_run(args) if args.keep_run or args.history is not None else None
     from provision.health import runner, xids
 
-    outcome = runner.run(target, chosen, max(1.0, budget - (time.monotonic() - began)), rundir, say)
+    outcome = runner.run(target, chosen, _left(began, budget), rundir, say)
     results = outcome.results + skipped
     xid, log = _xid_log(results, outcome.rundir)
     kept = [] if args.ack_xid else state.latched(last, boot_id)
@@ -100,6 +104,11 @@ def _call(args: argparse.Namespace, mode: modes.Mode, began: float) -> int:
     if rundir is not None:
         _publish(rundir, run, args.history)
     return status
+
+
+def _left(began: float, budget: float) -> float:
+    """Seconds left of the call's ``budget`` (at least half a second: a tool started then is cut by its timeout)."""
+    return max(0.5, budget - (time.monotonic() - began))
 
 
 def _budget(given: str | None, mode: modes.Mode) -> float:
@@ -173,7 +182,7 @@ def _idle_gpus(chosen: list[str], mode: modes.Mode, target, budget: float):
         why = (f"the ending job held GPUs {','.join(map(str, held)) or 'none'} (SLURM_JOB_GPUS), not all {count}: "
                "another job may hold the others")
     else:
-        result = LocalConnection(None).run(gpus.QUERY, min(10.0, budget))
+        result = LocalConnection(None).run(gpus.QUERY, min(10.0, budget))  # budget: what is left of the call's
         try:
             busy = gpus.compute_processes(result.stdout) if result.rc == 0 else None
         except ParseError:
@@ -251,13 +260,25 @@ def _kept_run(args):
 
 
 def _publish(rundir, run: Run, history: str | None) -> None:
-    from provision.commands._job import publish, remember
+    """``--keep-run``/``--history``: the run folder's report.json and JUnit, and the history. What cannot be done is
+    one warning line: the health check's result stands."""
+    try:
+        from provision.commands._job import publish, remember
 
-    unwritten: list[str] = []
-    publish.outputs(["burnin"], rundir, run, print, unwritten)
-    if history is not None:
-        remember.remember(run, rundir, history or None, print)
+        unwritten: list[str] = []
         publish.outputs(["burnin"], rundir, run, print, unwritten)
+        if history is not None:
+            remember.remember(run, rundir, history or None, print)
+            publish.outputs(["burnin"], rundir, run, print, unwritten)
+    except ImportError as exc:  # the role's environment holds the health command's modules only
+        print(f"{NAME}: warning: --keep-run/--history: report.json and JUnit not written: {exc} (the health_check "
+              "role installs the health command's modules only; add provision's requirements to "
+              f"health_check_requirements for them); the raw outputs are in {rundir.path}; the health check's "
+              "result stands", file=sys.stderr)
+        return
+    except OSError as exc:
+        print(f"{NAME}: warning: {not_written(exc)}; the health check's result stands", file=sys.stderr)
+        return
     print(f"{NAME}: run kept in {rundir.path}")
 
 
@@ -288,17 +309,25 @@ def _ack_xid(budget: float) -> float | None:
     from provision.checks.xid import last_stamp
     from provision.engine.local import LocalConnection
 
-    result = LocalConnection(None).run(["dmesg"], min(10.0, budget))
-    if result.rc != 0:
-        raise ProvisionError(f"--ack-xid: dmesg exit {result.rc}: {(result.stderr or result.stdout).strip()[:200]}")
+    result = LocalConnection(None).run(["dmesg"], min(10.0, budget))  # budget: what is left of the call's
+    if result.rc != 0 or result.timed_out:
+        said = "timed out" if result.timed_out else f"exit {result.rc}"
+        raise NotChecked(f"--ack-xid: dmesg {said}: {(result.stderr or result.stdout).strip()[:200]}: nothing "
+                         "acknowledged")
     return last_stamp(result.stdout)
 
 
 def _boot_id(variables: dict) -> str | None:
+    """This boot's id (the file the inventory names, else the kernel's); None when it is no regular file (a FIFO
+    would block the call), over 4 KiB, or unreadable."""
     from provision.inventory import bmcvars
 
+    path = Path(str(variables.get(bmcvars.BOOT_ID_PATH) or bmcvars.DEFAULT_BOOT_ID_PATH))
     try:
-        return Path(str(variables.get(bmcvars.BOOT_ID_PATH) or bmcvars.DEFAULT_BOOT_ID_PATH)).read_text().strip()
+        if not path.is_file() or path.stat().st_size > 4096:  # /proc's files are regular, of size 0
+            return None
+        with path.open("rb") as handle:
+            return handle.read(4096).decode(errors="replace").strip() or None
     except OSError:
         return None
 

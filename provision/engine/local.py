@@ -49,7 +49,8 @@ class LocalConnection:
             popen = subprocess.Popen(wrapped, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         except OSError as exc:  # no `timeout` (coreutils) on this machine, or no process left to start
-            raise CommandError(f"host {self.host.name}: could not start {argv[0]}: {exc.strerror or exc}") from None
+            where = f"host {self.host.name}" if self.host is not None else "this machine"
+            raise CommandError(f"{where}: could not start {argv[0]}: {exc.strerror or exc}") from None
         return LocalProcess(popen, argv, timeout_s)
 
     def close(self) -> None:

@@ -21,9 +21,11 @@ GPU; checks that load an HCA or a disk never run here (another job's traffic on 
 
 Exit statuses, as NHC's where NHC has one (``die 1``; its watchdog's 142, "Script timed out"; 143 SIGTERM):
 0 healthy; 1 a check failed (the node is unhealthy); 2 bad input (the config file, an option); 7 a check could not
-run or judge (a tool missing, nvidia-smi hung past its timeout): not known to be healthy, not drained; 142 the budget
-ran out before every check ended (not drained); 130/143 interrupted. A result file that cannot be written (a
-read-only disk) changes no status (NHC logs it and goes on): one warning line.
+run or judge (a tool missing, nvidia-smi hung past its timeout, ``--ack-xid``'s dmesg): not known to be healthy, not
+drained; 142 the budget ran out before every check ended (not drained); 3 the install is broken (a module missing);
+130/143 interrupted. A result file that cannot be written (a read-only disk) changes no status (NHC logs it and goes
+on): one warning line. In prolog and epilog every status but 1 (and 130/143) is 0, whatever failed before or after
+the checks (``provision.cli`` guards the command's import and options too).
 """
 from __future__ import annotations
 
@@ -49,6 +51,12 @@ class Mode:
 
 MODES = {m.name: m for m in (Mode("periodic", 30.0, False), Mode("prolog", 10.0, True),
                              Mode("epilog", 30.0, True, loads=("gpu",)))}
+
+
+def not_finished(mode: Mode, said: str) -> str:
+    """The one line of a prolog's or epilog's call that could not finish (exit 0), NHC's form: ``said`` is why."""
+    return (f"ERROR:  provision-health:  Health check could not finish:  {' '.join(said.split())[:300]} (exit 0: "
+            f"--mode {mode.name})")
 
 
 def exit_status(mode: Mode, verdict: str, cut: bool) -> int:

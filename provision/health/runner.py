@@ -6,7 +6,8 @@ output the same way. What differs:
 
 - raw outputs stay in memory (``MemoryRunDir``), unless the call keeps a run folder;
 - each check's timeout is at most the budget, and when the budget ends a timer stops the engine: the tool running is
-  killed and every check not ended is an error ("interrupted: budget"), the health check's, never the node's;
+  killed and every check not ended is an error ("interrupted: budget"), the health check's, never the node's; a
+  check that had ended keeps its result (one judged while the timer fired too);
 - the output of ``nvidia-smi -q -x``, which three checks read, is taken once per call (``SharedReads``): on an 8-GPU
   node it takes about a second, and a second budget for it would be most of a prolog's.
 """
@@ -162,7 +163,10 @@ def run(target: Target, checks: list[str], budget_s: float, rundir: RunDir | Non
         outcome = engine.run([target], request, SharedReads(), engine.Sink(rundir, {target.name: record}, control))
     finally:
         timer.cancel()
-    cut = control.stop.is_set() and control.reason == BUDGET_REASON
+    # cut: the budget ended a check before its end. A call whose every check ended judged the node, even where the
+    # timer fired while the last one was being judged (a parse is not interrupted).
+    stopped = control.stop.is_set() and control.reason == BUDGET_REASON
+    cut = stopped and any(r.outcome.value == "error" and "interrupted" in r.message for r in outcome.results)
     return Outcome(outcome.results, cut, time.monotonic() - started, rundir, record)
 
 

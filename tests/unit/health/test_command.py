@@ -246,6 +246,17 @@ def test_a_kept_run_is_a_run_folder_like_a_burnins(node, tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert "node01: 1 runs" in listed.stdout and "last health-h: pass" in listed.stdout
     assert (tmp_path / "runs/health-kept/raw/node01/xid.txt").read_text() == XID79.read_text()
+    # a node the role installed lacks the burn-in's modules (paramiko): the verdict stands, said in one warning
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "paramiko.py").write_text("raise ImportError('No module named paramiko (blocked by the test)')\n")
+    tools.printing(node[0], "dmesg", XID79)
+    for mode, status in (("periodic", 1), ("prolog", 1)):
+        lean = call(node, "--mode", mode, "--checks", "xid", "--keep-run", "--run-id", f"health-lean-{mode}",
+                    env={"PROVISION_RUNS_DIR": str(tmp_path / "runs"), "PYTHONPATH": str(blocked)})
+        assert lean.returncode == status and lean.stdout.startswith(LINE), lean.stdout + lean.stderr
+        assert "warning: --keep-run/--history: report.json and JUnit not written" in lean.stderr
+        assert "Traceback" not in lean.stderr and last(node)["exit_status"] == status
 
 
 def test_from_an_inventory_instead_of_the_config_file(node, tmp_path):
@@ -279,6 +290,21 @@ def test_in_a_prolog_the_health_checks_own_bad_input_exits_0(node):
     assert done.stdout.startswith("ERROR:  provision-health:  Health check could not finish:  ")
     assert "health.json: no such file" in done.stdout and done.stdout.rstrip().endswith("(exit 0: --mode prolog)")
     assert call(node).returncode == 2  # periodic: bad input is bad input
+
+
+@pytest.mark.parametrize("mode", ["prolog", "epilog"])
+def test_in_a_prolog_an_empty_option_or_a_module_the_node_lacks_exits_0(node, tmp_path, mode):
+    empty = call(node, "--mode", mode, "--budget", "")
+    assert empty.returncode == 0 and "--budget '': an empty value" in empty.stdout, empty.stdout + empty.stderr
+    assert empty.stdout.rstrip().endswith(f"(exit 0: --mode {mode})")
+    blocked = tmp_path / "blocked"  # the node's environment without PyYAML (the role installs it; a site may not)
+    blocked.mkdir()
+    (blocked / "yaml.py").write_text("raise ImportError('No module named yaml (blocked by the test)')\n")
+    missing = call(node, "--mode", mode, env={"PYTHONPATH": str(blocked)})
+    assert missing.returncode == 0 and "Traceback" not in missing.stderr, missing.stdout + missing.stderr
+    assert missing.stdout.startswith("ERROR:  provision-health:  Health check could not finish:  ImportError: No "
+                                     "module named yaml")
+    assert call(node, env={"PYTHONPATH": str(blocked)}).returncode == 3  # periodic: a broken install is a bug's 3
 
 
 def test_an_xid_that_failed_keeps_failing_once_the_kernel_log_no_longer_holds_it(node):
@@ -335,6 +361,27 @@ def test_a_fifo_or_a_device_is_never_read_as_config_or_state(node, tmp_path):
             os.mkfifo(config)
         bad = tools.health(node[0], "--config", config, "--state-dir", str(tmp_path / "s2"), "--checks", "xid")
         assert bad.returncode == 2 and f"{config}: not a regular file" in bad.stderr
+    boot = tmp_path / "boot_id"  # the inventory's boot id file, a FIFO: the call never reads it (no boot id); the
+    os.mkfifo(boot)              # xid check's own read of it blocks until the budget cuts that check
+    node[1].write_text(json.dumps({"host": "node01", "profile": H100, "slurm_node": "node01",
+                                   "vars": {"provision_boot_id_path": str(boot)}}))
+    fifo = call(node, "--checks", "xid", "--budget", "2", "--mode", "prolog")
+    assert fifo.returncode == 0 and "timed out while running xid (budget 2 s)" in fifo.stdout, fifo.stdout
+    assert last(node)["boot_id"] is None and last(node)["verdict"] == "error"
+
+
+def test_ack_xid_with_a_hung_or_missing_dmesg_is_the_health_checks_own_failure(node, tmp_path):
+    tools.tool(node[0], "dmesg", "exec sleep 60\n")
+    hung = call(node, "--checks", "xid", "--ack-xid", "--budget", "1")
+    assert hung.returncode == 7 and "--ack-xid: dmesg timed out" in hung.stderr and "nothing acknowledged" in \
+        hung.stderr, hung.stdout + hung.stderr
+    (node[0] / "dmesg").unlink()
+    system = tools.only(tmp_path / "system", "sh", "cat")  # no dmesg, and no coreutils timeout to start it with
+    missing = call(node, "--checks", "xid", "--ack-xid", env={"PATH": f"{node[0]}:{system}"})
+    assert missing.returncode == 3 and "this machine: could not start dmesg" in missing.stderr
+    assert "AttributeError" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    prolog = call(node, "--checks", "xid", "--ack-xid", "--mode", "prolog", env={"PATH": f"{node[0]}:{system}"})
+    assert prolog.returncode == 0 and "Health check could not finish" in prolog.stdout
 
 
 def test_scontrol_printing_latin_1_is_read_and_the_verdict_stands(node, tmp_path):
