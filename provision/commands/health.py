@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from provision import arguments, checks as checks_pkg
-from provision.errors import ExitStatus, ParseError, ProvisionError, not_written
+from provision.errors import CommandError, ExitStatus, ParseError, ProvisionError, not_written
 from provision.health import modes, node as health_node, selfdrain, state
 from provision.results.model import HostRecord, JUDGED_VARS, Outcome, Run, Scope
 
@@ -309,7 +309,10 @@ def _ack_xid(budget: float) -> float | None:
     from provision.checks.xid import last_stamp
     from provision.engine.local import LocalConnection
 
-    result = LocalConnection(None).run(["dmesg"], min(10.0, budget))  # budget: what is left of the call's
+    try:
+        result = LocalConnection(None).run(["dmesg"], min(10.0, budget))  # budget: what is left of the call's
+    except CommandError as exc:  # it could not be started
+        raise NotChecked(f"--ack-xid: {exc}: nothing acknowledged") from None
     if result.rc != 0 or result.timed_out:
         said = "timed out" if result.timed_out else f"exit {result.rc}"
         raise NotChecked(f"--ack-xid: dmesg {said}: {(result.stderr or result.stdout).strip()[:200]}: nothing "

@@ -25,7 +25,8 @@ run or judge (a tool missing, nvidia-smi hung past its timeout, ``--ack-xid``'s 
 drained; 142 the budget ran out before every check ended (not drained); 3 the install is broken (a module missing);
 130/143 interrupted. A result file that cannot be written (a read-only disk) changes no status (NHC logs it and goes
 on): one warning line. In prolog and epilog every status but 1 (and 130/143) is 0, whatever failed before or after
-the checks (``provision.cli`` guards the command's import and options too).
+the checks (``provision.cli`` guards the command's import and options too), but for a command line argparse refuses
+(2, before any mode applies: the role's wrappers pass fixed arguments).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ keeps that reason, and a DOWN node is never drained. They are this module's orac
 test_nhc_oracle.py runs them against a real slurmctld beside these rules, case by case. Where the rules differ from
 NHC's, on purpose: a DOWN node with NHC's reason is resumed by ``node-mark-online``, never here (the issue's rule:
 Slurm or an operator brings a DOWN node back); NHC rewrites its reason on every failing call (it names the call's
-first finding), here only when the finding it names is gone (below). Here, with this node's state read by
+first finding), here only when the fault it names is gone (below). Here, with this node's state read by
 ``scontrol show node -o <node>``:
 
 - DOWN (whoever's reason, this health check's too: slurmctld keeps a node's reason when it marks it down, and
@@ -15,11 +15,11 @@ first finding), here only when the finding it names is gone (below). Here, with 
   line);
 - fail, not held: drained, ``Reason=<PREFIX> <failing checks> <first failing finding>`` (one line of printable ASCII,
   at most ``provision.slurm.drain.REASON_MAX`` characters); already drained by this health check: left as it is
-  while its reason names a finding this call still sees (its ``[user@time]`` stamp, which the breaker counts from,
-  kept), else its reason replaced by this call's (the first fault healed, another one failing: NHC's
-  ``node-mark-offline`` rewrites its own reason on every failing call), unless a check the old reason names neither
-  passed nor failed in this call (an epilog's gpu_stress drain seen by a periodic call) or its list of checks was
-  cut: then it is kept, so that no call resumes the node before that check passed;
+  while the fault its reason names (device and metric: ``fault_of``) is among this call's (its ``[user@time]``
+  stamp, which the breaker counts from, kept), else its reason replaced by this call's (the first fault healed,
+  another one failing: NHC's ``node-mark-offline`` rewrites its own reason on every failing call), unless a check
+  the old reason names neither passed nor failed in this call (an epilog's gpu_stress drain seen by a periodic call)
+  or its list of checks was cut: then it is kept, so that no call resumes the node before that check passed;
 - pass, drained by this health check: resumed (``State=RESUME``) only when every check its reason names passed in
   this call (an epilog's ``--checks gpu_stress`` drain is not resumed by a periodic call that does not run it); a
   node the burn-in drained (``burnin:``) is not this health check's to resume;
@@ -135,14 +135,23 @@ def decide(node: str, state: NodeState | None, call: Judged) -> tuple[str, str]:
     return RESUME, ""
 
 
+def fault_of(text: str) -> str:
+    """What a reason of this health check names, without what was measured: its finding's ``<device>: <metric>``
+    (``Finding.describe`` up to `` = ``), or the whole text after the list of checks (a result's message). An ECC
+    count that grew, a temperature that moved, a latched Xid worded anew, another check failing beside: the same."""
+    words = text.split(" ", 2)  # the prefix, the checks, the finding
+    return words[2].split(" = ", 1)[0] if len(words) > 2 else ""
+
+
 def _drained_again(node: str, held: str, call: Judged) -> tuple[str, str]:
-    """A node this health check drained (reason ``held``) fails again: its reason kept while it names a finding this
-    call still sees (and Slurm's stamp of it, which the breaker counts from); replaced by ``call.wanted`` when the
-    finding it names is gone, unless a check it names neither passed in this call nor fails in it (not run: an
-    epilog's gpu_stress drain seen by a periodic call), or its list of checks was cut: those keep it."""
+    """A node this health check drained (reason ``held``) fails again: its reason kept while the fault it names
+    (``fault_of``: device and metric, whatever the value) is among this call's (and Slurm's stamp of it, which the
+    breaker counts from); replaced by ``call.wanted`` when that fault is gone, unless a check it names neither
+    passed in this call nor fails in it (not run: an epilog's gpu_stress drain seen by a periodic call), or its list
+    of checks was cut: those keep it."""
     wanted = call.wanted
     kept = f"{node}: already drained by this health check: {held}"
-    if not wanted or held in call.present or held == wanted:
+    if not wanted or held == wanted or fault_of(held) in {fault_of(r) for r in call.present}:
         return NOTHING, kept
     named = named_checks(held)
     unjudged = [c for c in named if c not in call.passed and c not in named_checks(wanted)]
@@ -195,7 +204,12 @@ def _drain(scontrol: Scontrol, node: str, wanted: str, now: datetime | None,
         recent = breaker.recent(states, PREFIX, now or datetime.now())
         first = sorted(recent, key=lambda n: (slurm_breaker.set_at(states[n]), n))[:cap]
         if node in recent and node not in first:
-            scontrol.resume(node)
+            try:
+                scontrol.resume(node)
+            except SlurmError as exc:
+                return Done(DRAIN, (f"{node}: drained: {wanted}", f"warning: the breaker's step back failed: {node} "
+                                    f"stays drained, {len(recent)} drained by this health check, more than {cap}: "
+                                    f"{exc}"))
             return Done(HELD, (f"breaker: {node} drained then resumed: {len(recent)} nodes drained by this health "
                                f"check within {slurm_breaker.span(breaker.window_s)}, more than {cap} "
                                f"({breaker.share * 100:g} % of {len(states)} Slurm nodes) ({wanted})",))

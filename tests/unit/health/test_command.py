@@ -378,7 +378,7 @@ def test_ack_xid_with_a_hung_or_missing_dmesg_is_the_health_checks_own_failure(n
     (node[0] / "dmesg").unlink()
     system = tools.only(tmp_path / "system", "sh", "cat")  # no dmesg, and no coreutils timeout to start it with
     missing = call(node, "--checks", "xid", "--ack-xid", env={"PATH": f"{node[0]}:{system}"})
-    assert missing.returncode == 3 and "this machine: could not start dmesg" in missing.stderr
+    assert missing.returncode == 7 and "this machine: could not start dmesg" in missing.stderr
     assert "AttributeError" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
     prolog = call(node, "--checks", "xid", "--ack-xid", "--mode", "prolog", env={"PATH": f"{node[0]}:{system}"})
     assert prolog.returncode == 0 and "Health check could not finish" in prolog.stdout

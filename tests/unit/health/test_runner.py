@@ -15,20 +15,20 @@ def target(tmp_path):
     return targets.build([health_node.from_config(config).host], "health")[0]
 
 
-def stand_in(results, fire: bool):
+def stand_in(results, stop: str):
     def run(targets_, request, transport, sink):
-        if fire:  # the budget's timer fired while the engine was ending its last check
-            sink.control.request_stop(runner.BUDGET_REASON)
+        if stop:  # the budget's timer (or a signal) fired while the engine was ending its last check
+            sink.control.request_stop(stop)
         return SimpleNamespace(results=results)
     return run
 
 
 def test_checks_that_all_ended_judge_the_node_even_when_the_timer_fired_during_the_last(tmp_path, monkeypatch):
     ended = [CheckResult("xid", ("node01",), Outcome.PASS, "no Xid")]
-    monkeypatch.setattr(runner.engine, "run", stand_in(ended, fire=True))
+    monkeypatch.setattr(runner.engine, "run", stand_in(ended, runner.BUDGET_REASON))
     assert runner.run(target(tmp_path), ["xid"], 1.0).cut is False
     interrupted = [CheckResult("xid", ("node01",), Outcome.ERROR, "interrupted (budget) while running")]
-    monkeypatch.setattr(runner.engine, "run", stand_in(interrupted, fire=True))
+    monkeypatch.setattr(runner.engine, "run", stand_in(interrupted, runner.BUDGET_REASON))
     assert runner.run(target(tmp_path), ["xid"], 1.0).cut is True
-    monkeypatch.setattr(runner.engine, "run", stand_in(interrupted, fire=False))  # a signal's stop is not the budget
+    monkeypatch.setattr(runner.engine, "run", stand_in(interrupted, "SIGTERM"))  # a signal's stop is not the budget
     assert runner.run(target(tmp_path), ["xid"], 1.0).cut is False

@@ -28,6 +28,11 @@ def test_a_node_drained_again_keeps_its_reason_while_its_finding_is_seen_else_ge
     # the named finding still seen (beside another one): kept, with its stamp
     assert selfdrain.decide("node01", held, Judged("fail", other, present=frozenset({other, xid}))) \
         == (selfdrain.NOTHING, f"node01: already drained by this health check: {xid}")
+    # the same fault with another figure (an ECC count grew), or worded anew: the same fault, kept
+    ecc = NodeState("node01", "IDLE+DRAIN", "provision-health: ecc_counters GPU2 00000000:2A:00.0: "
+                    "volatile_dbe = 5, expected 0")
+    grew = "provision-health: ecc_counters,gpu_health GPU2 00000000:2A:00.0: volatile_dbe = 6, expected 0"
+    assert selfdrain.decide("node01", ecc, Judged("fail", grew, present=frozenset({grew})))[0] == selfdrain.NOTHING
     # the named fault gone, the same check failing on another GPU: the reason follows the fault
     assert selfdrain.decide("node01", held, Judged("fail", other, present=frozenset({other})))[0] == selfdrain.REASON
     ib = "provision-health: ib_ports mlx5_0 port 1 Down"
