@@ -87,8 +87,8 @@ def _call(args: argparse.Namespace, mode: modes.Mode, began: float) -> int:
         line += " [not drained: the breaker holds; exit 0]"
     if line:
         print(line)
-    for said in done.lines:
-        print(f"{NAME}: slurm: {said}")
+    for said in done.lines:  # what it did in Slurm on stdout (slurmd logs it); what it could not do on stderr
+        print(f"{NAME}: slurm: {said}", file=sys.stderr if said.startswith("warning:") else sys.stdout)
     for result in results if args.verbose else ():
         print(f"{NAME}: {result.check}: {result.outcome.value}: {result.message}")
     record = {"node": node.host.name, "slurm_node": node.slurm_node, "mode": mode.name,
@@ -191,7 +191,7 @@ def _idle_gpus(chosen: list[str], mode: modes.Mode, target, budget: float):
             why = f"GPUs in use: {', '.join(f'pid {p.pid} ({p.name}) on {p.bus_id}' for p in busy[:4])}"
         elif busy is None:
             why = (f"cannot tell whether a GPU is in use (nvidia-smi exit {result.rc}: "
-                   f"{(result.stderr or result.stdout).strip()[:120]})")
+                   f"{' '.join((result.stderr or result.stdout).split())[:120]})")
     if not why:
         return chosen, []
     skipped = [CheckResult(c, (target.name,), Outcome.SKIPPED, f"not run: {why}; it loads the GPUs") for c in loading]

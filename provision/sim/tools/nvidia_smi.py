@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Simulated ``nvidia-smi``: the default table (R550+ layout), ``-L``, ``-q``, ``-q -x``,
-``--query-gpu``, ``topo -m`` and ``nvlink -s``, computed from the node's hardware model.
+``--query-gpu``, ``--query-compute-apps`` (the node's running simulated CUDA programs), ``topo -m`` and
+``nvlink -s``, computed from the node's hardware model.
 
 Formats follow real captures in ``tests/data/samples/`` (smi_table_h100x8_550,
 smi_q_h100x8_535_183, smi_qx_t4_v11_width_x8, smi_query_csv_b300x7_in_watch). Driver and
@@ -87,6 +88,62 @@ def select(gpus: list[dict], ids: str | None) -> list[tuple[int, dict]]:
             or g["bus_id"].lower()[4:] in wanted]
 
 
+# The simulated programs that hold a CUDA context (provision/sim/tools, built or installed under these names): each
+# one running in the node is a compute process on every visible GPU (gpu_burn, nvbandwidth and a single-process
+# nccl-tests run use every GPU of the node).
+CUDA_PROGRAMS = frozenset({"gpu_burn", "nvbandwidth", "mnubergemm", "all_reduce_perf", "all_gather_perf",
+                           "broadcast_perf", "reduce_scatter_perf", "reduce_perf", "alltoall_perf", "sendrecv_perf"})
+# used_memory: the model has no per-process memory, printed as nvidia-smi prints a value it cannot read ([N/A])
+APP_FIELDS = {"gpu_bus_id", "pid", "process_name", "gpu_uuid", "used_memory", "used_gpu_memory"}
+
+
+def compute_apps(gpus: list[dict], fields: str, fmt: str) -> int:
+    """``--query-compute-apps=FIELDS --format=csv[,noheader]``: one line per (CUDA process, GPU), from the node's own
+    processes (/proc: a simulated CUDA program running), nothing when there is none (nvidia-smi
+    --help-query-compute-apps; the real tool prints no line then)."""
+    wanted = [f.strip() for f in fields.split(",") if f.strip()]
+    unknown = [f for f in wanted if f not in APP_FIELDS]
+    if unknown:
+        print(f'Field "{unknown[0]}" is not a valid field to query.')
+        return 2
+    rows = []
+    for pid, path in _cuda_processes():
+        for gpu in gpus:
+            values = {"gpu_bus_id": gpu["bus_id"], "pid": str(pid), "process_name": path, "gpu_uuid": gpu["uuid"],
+                      "used_memory": "[N/A]", "used_gpu_memory": "[N/A]"}
+            rows.append(", ".join(values[f] for f in wanted))
+    header = [] if "noheader" in fmt else [", ".join(wanted)]
+    _emit("".join(f"{line}\n" for line in header + rows), None)
+    return 0
+
+
+def _csv_query(args, chosen: list, ctx: dict) -> int:
+    """``--query-gpu`` or ``--query-compute-apps`` with ``--format``; the exit status."""
+    if args.query_compute_apps:
+        return compute_apps([g for _, g in chosen], args.query_compute_apps, args.format)
+    text, status = smi_csv.render(chosen, args.query_gpu, args.format, ctx)
+    _emit(text, args.filename)
+    return status
+
+
+def _cuda_processes() -> list[tuple[int, str]]:
+    """(pid, program path) of every process of this node running a simulated CUDA program (its argv[0], or the
+    script a Python interpreter runs)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(os.path.join(entry.path, "cmdline"), "rb") as fh:
+                argv = [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+        except OSError:  # gone meanwhile
+            continue
+        path = next((a for a in argv[:2] if os.path.basename(a) in CUDA_PROGRAMS), None)
+        if path is not None:
+            found.append((int(entry.name), path))
+    return sorted(found)
+
+
 def parser() -> argparse.ArgumentParser:
     """Options of the real tool that the simulation honours; others are accepted and ignored."""
     p = argparse.ArgumentParser(prog="nvidia-smi", add_help=True)
@@ -95,6 +152,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-L", "--list-gpus", action="store_true")
     p.add_argument("-i", "--id")
     p.add_argument("--query-gpu")
+    p.add_argument("--query-compute-apps")
     p.add_argument("--format", default="csv")
     p.add_argument("-f", "--filename")
     p.add_argument("-l", "--loop", nargs="?")
@@ -137,10 +195,8 @@ def main(argv: list[str]) -> int:
         # reset." per GPU, then "All done."; nvidia-smi(1), -r/--gpu-reset); a simulated GPU keeps its state.
         _emit("".join(f"GPU {g['bus_id']} was successfully reset.\n" for _, g in chosen) + "All done.\n", None)
         return 0
-    if args.query_gpu:
-        text, status = smi_csv.render(chosen, args.query_gpu, args.format, ctx)
-        _emit(text, args.filename)
-        return status
+    if args.query_gpu or args.query_compute_apps:
+        return _csv_query(args, chosen, ctx)
     if args.list_gpus:
         text = list_gpus(gpus)
     elif args.query:

@@ -131,3 +131,24 @@ def test_nvlink_status_marks_inactive_links(sim):
     assert "\t Link 7: <inactive>" in blocks[3] and "\t Link 6: 26.562 GB/s" in blocks[3]
     assert "<inactive>" not in blocks[2]
     assert blocks[3].count("GB/s") == 17
+
+
+def test_compute_apps_are_the_simulated_cuda_programs_running(sim, tmp_path):
+    import subprocess
+    import sys
+
+    argv = ["--query-compute-apps=gpu_bus_id,pid,process_name", "--format=csv,noheader"]
+    status, out, _ = sim.run(nvidia_smi, argv)
+    assert status == 0 and out == ""  # none running: no line, as the real tool
+    burn = tmp_path / "gpu_burn"  # a program of that name, run as a built gpu-burn is (its script by a Python)
+    burn.write_text("import time\ntime.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, str(burn), "60"])
+    try:
+        _, out, _ = sim.run(nvidia_smi, argv)
+    finally:
+        proc.kill()
+        proc.wait()
+    lines = out.splitlines()
+    assert lines == [f"{g['bus_id']}, {proc.pid}, {burn}" for g in sim.model["gpus"]]
+    status, out, _ = sim.run(nvidia_smi, ["--query-compute-apps=bogus", "--format=csv"])
+    assert status == 2 and 'Field "bogus" is not a valid field to query.' in out
