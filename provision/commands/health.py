@@ -29,16 +29,9 @@ class NotChecked(ProvisionError):
 
 def main(args: argparse.Namespace) -> int:
     """The call (module docstring). In prolog and epilog a failure of the health check itself, bad input included,
-    is one line and exit 0: Slurm drains a node whose prolog or epilog exits non-zero (``provision.health.modes``)."""
-    mode = modes.MODES[args.mode]
-    began = time.monotonic()
-    if not mode.own_errors_pass:
-        return _call(args, mode, began)
-    try:
-        return _call(args, mode, began)
-    except Exception as exc:  # noqa: BLE001 - never a drain for the health check's own failure (module docstring)
-        print(modes.not_finished(mode, str(exc) if isinstance(exc, ProvisionError) else f"{type(exc).__name__}: {exc}"))
-        return modes.OK
+    is one line and exit 0 (Slurm drains a node whose prolog or epilog exits non-zero): ``provision.cli`` guards the
+    whole command there, its import and options too (``provision.health.modes``)."""
+    return _call(args, modes.MODES[args.mode], time.monotonic())
 
 
 def _call(args: argparse.Namespace, mode: modes.Mode, began: float) -> int:
